@@ -1,0 +1,82 @@
+#pragma once
+
+#include <rawtool/outcome.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace rawtool {
+
+/// Whether a statement may change the database. Read-write is only ever an
+/// explicit operator setting.
+enum class AccessMode { read_only, read_write };
+
+/// "read_only" or "read_write".
+std::string_view access_mode_name(AccessMode mode) noexcept;
+
+/// Limits on one statement. Every one holds whatever the statement does.
+struct Limits {
+  std::chrono::milliseconds statement_timeout{5000};
+  std::chrono::milliseconds lock_timeout{1000};
+  std::uint64_t max_rows = 1000;
+  /// Bytes of cell and column-name data kept; a row that would pass it is left
+  /// out whole and counted, never shortened.
+  std::uint64_t max_bytes = 1024 * 1024;
+  /// Longest statement accepted, in bytes.
+  std::size_t max_statement_bytes = 256 * 1024;
+};
+
+/// A bound parameter of a pinned query: NULL, integer, number, boolean or text
+/// (dates and timestamps travel as validated text). Never spliced into SQL.
+using Parameter = std::variant<std::monostate, std::int64_t, double, bool, std::string>;
+
+enum class Health { ok, unavailable };
+
+/// One connection to one database. A Driver runs one statement at a time
+/// (calls to execute must not overlap); cancel() may be called from any thread
+/// at any time. Connecting is lazy and repeated: a connection that failed or
+/// dropped is re-established on the next execute.
+class Driver {
+public:
+  virtual ~Driver() = default;
+  Driver() = default;
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  [[nodiscard]] virtual Engine engine() const noexcept = 0;
+
+  /// Runs exactly one statement under `limits` and `mode`. Returns Rows, the
+  /// database's Failure, a Refusal (more than one statement, read-only
+  /// violation detected by the engine's own hooks, cancelled, timeout), or
+  /// Unavailable when no connection could be had or it broke. Never throws for
+  /// anything a database or a caller can cause.
+  virtual Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
+                          AccessMode mode) = 0;
+
+  /// Cancels the statement running in execute(), if any; then execute returns
+  /// Refusal{cancelled}. Thread-safe; a no-op when nothing runs.
+  virtual void cancel() noexcept = 0;
+
+  /// Connects if needed and checks the connection with a trivial round trip.
+  virtual Health health() = 0;
+};
+
+/// A PostgreSQL driver for a libpq connection string or URL; an empty string
+/// uses the PG* environment variables. Does not connect until first used.
+std::unique_ptr<Driver> make_postgres_driver(std::string conninfo);
+
+/// A SQLite driver for a file path or ":memory:". Read-only mode opens the file
+/// read-only; a path that does not exist is Unavailable in read-only mode.
+std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode);
+
+/// Chooses the engine from the target: "postgres://" or "postgresql://" URLs and
+/// libpq key=value strings go to PostgreSQL; "sqlite:" prefixes, ":memory:" and
+/// other paths go to SQLite.
+std::unique_ptr<Driver> make_driver(std::string_view target, AccessMode mode);
+
+}  // namespace rawtool

@@ -1,0 +1,134 @@
+#pragma once
+
+#include <rawtool/untrusted.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace rawtool {
+
+/// The database engine behind a reply.
+enum class Engine { postgresql, sqlite };
+
+/// "postgresql" or "sqlite".
+std::string_view engine_name(Engine engine) noexcept;
+
+/// A NOTICE, WARNING or other non-error message the engine sent while the
+/// statement ran, in the order it arrived.
+struct Notice {
+  Untrusted severity;  ///< non-localized severity as sent (PostgreSQL's 'V' field)
+  Untrusted sqlstate;  ///< as sent; the renderer checks its grammar
+  Untrusted message;
+  Untrusted detail;
+  Untrusted hint;
+  Untrusted context;
+};
+
+/// The database's complaint about the caller's statement, as structured fields
+/// read from the protocol (PQresultErrorField, sqlite3_extended_errcode,
+/// sqlite3_error_offset), never parsed out of a formatted message.
+///
+/// The codes (severity, sqlstate) are kept as the bytes that arrived: a plpgsql
+/// RAISE can set them, so they are grammar-checked where they would be shown
+/// in a line the renderer writes, and a value that fails its grammar makes the
+/// renderer refuse rather than show it. An empty field was not sent.
+struct Failure {
+  Engine engine = Engine::postgresql;
+  Untrusted severity;              ///< PostgreSQL: non-localized severity ('V'); SQLite: empty
+  Untrusted sqlstate;              ///< PostgreSQL: the 5-character SQLSTATE; SQLite: empty
+  std::optional<int> sqlite_code;  ///< SQLite: the extended result code
+  Untrusted message;               ///< primary message
+  Untrusted detail;
+  Untrusted hint;
+  Untrusted context;
+  /// PostgreSQL: 1-based character position in the statement; SQLite: 0-based
+  /// byte offset from sqlite3_error_offset (possibly inside a multi-byte character).
+  std::optional<std::int64_t> position;
+  Untrusted internal_query;
+  std::optional<std::int64_t> internal_position;
+  Untrusted schema;
+  Untrusted table;
+  Untrusted column;
+  Untrusted datatype;
+  Untrusted constraint;
+  std::vector<Notice> notices;  ///< raised before the failure, in order
+  /// The caller's statement, when the surface is asked to show it; empty otherwise.
+  Untrusted statement;
+};
+
+/// One column of a result.
+struct Column {
+  Untrusted name;
+  Untrusted type_name;  ///< the engine's type name where known (it can be user-defined, so untrusted); empty if unknown
+};
+
+/// A cell: std::nullopt is SQL NULL, distinct from the empty value. bytea and
+/// BLOB cells hold the raw bytes, not a textual encoding of them.
+using Cell = std::optional<Untrusted>;
+
+/// Why a result is incomplete.
+enum class Truncation {
+  none,      ///< every row the statement produced is here
+  row_cap,   ///< reading stopped at the row cap
+  byte_cap,  ///< reading stopped because the next row would pass the byte cap
+};
+
+/// "none", "row_cap" or "byte_cap".
+std::string_view truncation_name(Truncation truncation) noexcept;
+
+/// A result set and what was left out of it. Nothing is left out silently:
+/// when `truncation` is not `none`, `rows_withheld` counts the rows that were
+/// read but not kept and `more_unread` says whether the engine may hold more
+/// that were never read.
+struct Rows {
+  std::vector<Column> columns;
+  std::vector<std::vector<Cell>> rows;
+  Truncation truncation = Truncation::none;
+  std::uint64_t rows_withheld = 0;
+  bool more_unread = false;
+  /// Rows affected, for statements that report it (INSERT/UPDATE/DELETE in read-write mode).
+  std::optional<std::uint64_t> rows_affected;
+  /// Bytes of cell and column-name data kept (what the byte cap counts).
+  std::uint64_t bytes = 0;
+};
+
+/// Why the tool declined. The set is closed; the explanation beside it is text
+/// the tool itself wrote.
+enum class RefusalReason {
+  empty_statement,       ///< nothing to run
+  multiple_statements,   ///< more than one statement in one call
+  read_only,             ///< the statement would write, or escape read-only mode
+  not_permitted,         ///< denied by policy (authorizer, disabled path, ...)
+  limit,                 ///< a configured limit (statement size, ...) was exceeded before running
+  bad_header_field,      ///< a code that would sit in a trusted line failed its grammar
+  render_budget,         ///< the rendering would exceed the render budget
+  self_check_failed,     ///< the rendered text failed the renderer's own check
+  cancelled,             ///< cancelled by the caller before or while running
+  timeout,               ///< the time limit passed (engines without a SQLSTATE for it)
+  internal,              ///< a broken invariant inside rawtool
+};
+
+/// The reason's stable name, e.g. "render_budget".
+std::string_view refusal_reason_name(RefusalReason reason) noexcept;
+
+/// The tool declined. `explanation` is rawtool's own words and must never
+/// contain bytes that came from outside.
+struct Refusal {
+  RefusalReason reason = RefusalReason::internal;
+  std::string explanation;
+};
+
+/// The database could not be reached or the connection broke. The complaint
+/// names hosts and users and is not the reply to the caller's statement: it is
+/// for the server log only, never for the caller.
+struct Unavailable {
+  Untrusted complaint;
+};
+
+/// What executing a statement produced.
+using Outcome = std::variant<Rows, Failure, Refusal, Unavailable>;
+
+}  // namespace rawtool

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <rawtool/render/surface.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rawtool::render {
+
+/// The closed set of outcomes a certified query can report on failure.
+enum class Status { invalid_arguments, not_found, timeout, unavailable, execution_failed, refused };
+
+/// The status's stable name, e.g. "execution_failed".
+std::string_view status_name(Status status) noexcept;
+std::optional<Status> parse_status(std::string_view name) noexcept;
+
+/// Renders a status-only reply: the status, the certified query's name (a
+/// validated catalog identifier), a log reference, and a short explanation the
+/// tool wrote. No database text can reach it: it takes none.
+Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference);
+
+/// Renders a refusal the tool wrote (Refusal::explanation is rawtool's text).
+Rendered render_refusal(const Refusal& refusal, const Provenance& provenance);
+
+}  // namespace rawtool::render
