@@ -14,7 +14,10 @@
 namespace rawtool {
 
 /// A configuration that cannot be served. what() names the field, e.g.
-/// "databases[0].limits.max_rows: must be a positive integer".
+/// "databases[0].limits.max_rows: must be a positive integer". The catalog's
+/// errors use the field "catalog: queries[3] (top_customers).parameters[0].type".
+/// Messages never quote the offending value: only field names, indexes and
+/// validated identifiers.
 class ConfigError : public std::runtime_error {
 public:
   ConfigError(std::string field, const std::string& problem);
@@ -24,17 +27,58 @@ private:
   std::string field_;
 };
 
+/// Which engine serves a database, decided from the configuration, never by
+/// connecting.
+enum class TargetKind {
+  postgresql,   ///< `target` is a libpq URL or key=value string; empty means the PG* environment
+  sqlite_path,  ///< `target` is a SQLite file path (absolute once parsed) or ":memory:"
+};
+
 struct DatabaseConfig {
   /// Operator's name for the database: 1-64 of [A-Za-z0-9_.-]; shown in provenance.
   std::string label = "default";
-  /// PostgreSQL URL or libpq string, or a SQLite path / ":memory:".
+  /// PostgreSQL URL or libpq string, or a SQLite path / ":memory:" (see `kind`).
   std::string target;
+  TargetKind kind = TargetKind::postgresql;
   AccessMode access = AccessMode::read_only;
   Limits limits;
-  /// Connections kept for this database; calls beyond it wait.
+  /// Connections kept for this database, made on first use; calls beyond it wait.
   std::size_t pool_size = 4;
 };
 
+/// The configuration file, a JSON object. Every key is optional; a key not
+/// listed here is an error (a typo must not silently fall back to a default),
+/// and so is a value of the wrong type or out of range.
+///
+///   databases             array of objects, see below. Default: one database
+///                         from the environment (see parse_config).
+///     label               string, 1-64 of [A-Za-z0-9_.-], unique. Default
+///                         "default" for the first database, required for the others.
+///     url                 string: "postgresql://..." / "postgres://..." URL,
+///                         a libpq "key=value ..." string, or "sqlite:PATH".
+///     path                string: a SQLite file path (relative to the
+///                         configuration file's folder) or ":memory:".
+///                         At most one of url and path; with neither, the
+///                         target comes from the environment.
+///     access              "read_only" (default) or "read_write".
+///     limits              object:
+///       statement_timeout_ms  integer 1..86400000, default 5000
+///       lock_timeout_ms       integer 1..86400000, default 1000
+///       max_rows              integer 1..10000000, default 1000
+///       max_bytes             integer 1..1073741824, default 1048576
+///       max_statement_bytes   integer 1..16777216, default 262144
+///     pool_size           integer 1..256, default 4
+///   raw_path              boolean, default true. false: the raw path does not
+///                         exist (raw() refuses; the MCP server does not list it).
+///   catalog               string: path of the catalog of pinned queries
+///                         (relative to the configuration file's folder).
+///                         Default: none, an empty catalog.
+///   catalog_prose         "quoted" (default) or "omitted".
+///   render                object:
+///     ascii_only          boolean, default false
+///     budget_bytes        integer 1024..67108864, default 16384
+///     show_statement      boolean, default true
+///   max_concurrent_calls  integer 1..1024, default 4
 struct Config {
   /// The first database is the default one.
   std::vector<DatabaseConfig> databases;
@@ -42,17 +86,36 @@ struct Config {
   bool raw_path = true;
   /// Path of the catalog of pinned queries (JSON); none means an empty catalog.
   std::optional<std::filesystem::path> catalog;
+  /// Rendering settings; `render.catalog_prose` is the file's top-level
+  /// "catalog_prose" key.
   render::RenderOptions render;
   /// Tool calls served at once by the MCP server.
   std::size_t max_concurrent_calls = 4;
 };
 
 /// Parses a JSON configuration. Relative paths resolve against `base_dir`.
-/// Database targets left out come from RAWTOOL_DATABASE_URL, then the PG*
-/// environment. Throws ConfigError naming the field.
+/// Database targets left out come from RAWTOOL_DATABASE_URL (same forms as the
+/// "url" key, or a SQLite path), then the PG* environment (PGHOST, PGHOSTADDR,
+/// PGPORT, PGDATABASE, PGUSER, PGSERVICE: a PostgreSQL target with an empty
+/// conninfo). No database at all is an error. Throws ConfigError naming the field.
 Config parse_config(std::string_view json_text, const std::filesystem::path& base_dir);
 
-/// Reads and parses a configuration file. Throws ConfigError.
+/// Reads and parses a configuration file; relative paths resolve against the
+/// file's folder. Throws ConfigError.
 Config load_config(const std::filesystem::path& file);
+
+/// A database for `url_or_path`, as the command line's --db takes it:
+/// "postgresql://", "postgres://" and libpq key=value strings are PostgreSQL;
+/// "sqlite:PATH", ":memory:" and any other string are SQLite paths (relative
+/// ones resolved against `base_dir`). Other members keep their defaults.
+/// Throws ConfigError (field "database") for an empty string.
+DatabaseConfig database_for_target(std::string_view url_or_path, const std::filesystem::path& base_dir = {});
+
+/// Validates a configuration built in code (parse_config's checks on labels,
+/// limits and pool sizes). Tool::open calls it. Throws ConfigError.
+void validate_config(const Config& config);
+
+/// True when `label` is 1-64 of [A-Za-z0-9_.-].
+[[nodiscard]] bool valid_database_label(std::string_view label) noexcept;
 
 }  // namespace rawtool

@@ -1,10 +1,13 @@
 #pragma once
 
+#include <rawtool/catalog.hpp>
 #include <rawtool/config.hpp>
+#include <rawtool/driver.hpp>
 #include <rawtool/render/surface.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,8 +23,11 @@ struct Reply {
 };
 
 /// Lets another thread cancel one call. Pass it in CallOptions; cancel() from
-/// any thread stops the statement if it runs and makes the call return a
-/// cancelled refusal. Thread-safe.
+/// any thread stops the statement if it runs, stops the wait for a pooled
+/// connection if the call is waiting, and makes the call return a cancelled
+/// refusal (raw path) or the `refused` status (certified path). A call whose
+/// Cancellation was cancelled before it started does not run at all.
+/// Thread-safe. Serves one call at a time; once cancelled it stays cancelled.
 class Cancellation {
 public:
   Cancellation();
@@ -40,6 +46,25 @@ struct CallOptions {
   Cancellation* cancellation = nullptr;
 };
 
+/// Receives one complete log line (a JSON object serialised with render::dump,
+/// no trailing newline). Called from the calling thread of a tool call;
+/// may be called from many threads at once.
+using LogSink = std::function<void(std::string_view line)>;
+
+/// Makes the driver for one pooled connection. Called lazily, from a calling
+/// thread, at most pool_size times per database at a time.
+using DriverFactory = std::function<std::unique_ptr<Driver>(const DatabaseConfig& database)>;
+
+/// How a Tool talks to the world outside the configuration file.
+struct ToolOptions {
+  /// Where log lines go; empty means stderr, one line per write.
+  LogSink log;
+  /// Where drivers come from; empty means the real drivers (make_postgres_driver
+  /// for PostgreSQL targets, make_sqlite_driver for SQLite paths). Tests put a
+  /// scripted driver here.
+  DriverFactory driver_factory;
+};
+
 /// rawtool's library API: the raw path and the certified path over a pool of
 /// connections per configured database. Safe for concurrent calls from many
 /// threads.
@@ -48,25 +73,33 @@ public:
   /// Validates the configuration and loads the catalog. Throws ConfigError
   /// before anything is served; does not connect.
   static std::unique_ptr<Tool> open(Config config);
+  static std::unique_ptr<Tool> open(Config config, ToolOptions options);
   ~Tool();
 
   /// The caller's own SQL, one statement, configured access mode and limits.
   /// A failure is rendered as untrusted content. When the raw path is switched
   /// off, raw() is absent from every surface and this returns a refusal.
+  /// Unavailable (no connection) is a status-only reply: the complaint names
+  /// hosts and users, so it goes to the log under the reply's reference.
   Reply raw(std::string_view sql, const CallOptions& options = {});
 
   /// A pinned query by name with bound parameters (a JSON object; values of
   /// the declared type, or strings in that type's textual form). On failure:
   /// a status from the closed set and a log reference, no database text; the
-  /// complaint goes to stderr as one JSON line under that reference.
+  /// complaint goes to the log as one JSON line under that reference:
+  /// {"event":"certified_failure","reference":...,"query":...,"status":...,
+  ///  "failure"|"refusal"|"complaint"|"problem":...}.
   Reply certified(std::string_view name, const nlohmann::json& params, const CallOptions& options = {});
 
   /// The catalog: names, parameters, and descriptions as the catalog_prose
-  /// setting says.
+  /// setting says. Never an error.
   Reply describe_catalog() const;
 
   [[nodiscard]] bool raw_path_enabled() const noexcept;
   [[nodiscard]] const Config& config() const noexcept;
+  /// The loaded catalog (for listing tools; its descriptions are untrusted and
+  /// shown only through the renderer).
+  [[nodiscard]] const Catalog& catalog() const noexcept;
 
 private:
   struct Impl;
