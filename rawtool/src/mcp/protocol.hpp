@@ -1,0 +1,119 @@
+#pragma once
+
+// The JSON-RPC and MCP layer as pure functions: one input line and the
+// session's state in, one action out. No I/O, no threads, no database, so it
+// can be unit-tested and fuzzed on its own; the server loop only carries the
+// actions out.
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace rawtool::mcp::detail {
+
+/// JSON-RPC 2.0 error codes the server answers with.
+enum class ErrorCode : int {
+  parse_error = -32700,
+  invalid_request = -32600,
+  method_not_found = -32601,
+  invalid_params = -32602,
+  internal_error = -32603,
+  /// Implementation-defined: the queue of waiting tool calls is full.
+  server_busy = -32000,
+};
+
+/// Protocol versions the server speaks, newest first.
+inline constexpr std::string_view latest_protocol_version = "2025-11-25";
+/// Returns `requested` when the server speaks it, otherwise the latest version.
+std::string_view negotiate_protocol_version(std::string_view requested) noexcept;
+
+/// Limits applied to one line before it is parsed.
+struct LineLimits {
+  /// Deepest nesting of arrays and objects accepted (checked before parsing,
+  /// so the parser never sees a deeper document).
+  std::size_t max_depth = 64;
+};
+
+/// A call of one of the server's tools, with arguments already validated
+/// against the tool's inputSchema.
+struct RawSqlCall {
+  std::string sql;
+};
+struct CertifiedQueryCall {
+  std::string name;
+  nlohmann::json params = nlohmann::json::object();
+};
+struct DescribeCatalogCall {};
+using ToolCall = std::variant<RawSqlCall, CertifiedQueryCall, DescribeCatalogCall>;
+
+/// What the server describes about itself. Computed once from the tool's
+/// configuration; plain data.
+struct ServerDescription {
+  std::string version;
+  /// The tools/list result's "tools" array.
+  nlohmann::json tools = nlohmann::json::array();
+  std::string instructions;
+  bool raw_path_enabled = true;
+};
+
+/// The session state the dispatcher reads and updates.
+struct Session {
+  /// Set once initialize has been answered.
+  bool initialized = false;
+  /// The notifications/initialized notification arrived.
+  bool client_ready = false;
+  std::string protocol_version;
+};
+
+/// Send this message now (a response or an error).
+struct Send {
+  nlohmann::json message;
+};
+/// Run this tool call on a worker and answer request `id` with its result.
+struct StartCall {
+  nlohmann::json id;
+  ToolCall call;
+};
+/// The client gave up on request `request_id`: stop it, send nothing for it.
+struct CancelCall {
+  nlohmann::json request_id;
+};
+/// Nothing to do (a notification, a stray response).
+struct Ignore {
+  /// Why, for the log; empty when nothing is worth logging.
+  std::string note;
+};
+using Action = std::variant<Send, StartCall, CancelCall, Ignore>;
+
+/// Parses, validates and dispatches one line (without its LF). Never throws
+/// for anything the input can hold; every malformed input becomes a JSON-RPC
+/// error (without an id when none could be read) or, for a notification,
+/// Ignore. Updates `session` on initialize and notifications/initialized.
+Action handle_line(std::string_view line, Session& session, const ServerDescription& server,
+                   const LineLimits& limits = {});
+
+/// The error answer for a line longer than the reader accepts.
+nlohmann::json oversized_line_error(std::size_t max_line_bytes);
+
+/// A JSON-RPC error response. `id` null means the id could not be read and is
+/// left out of the message.
+nlohmann::json error_response(const nlohmann::json& id, ErrorCode code, std::string_view message);
+nlohmann::json result_response(const nlohmann::json& id, nlohmann::json result);
+
+/// True when `bytes` is well-formed UTF-8 (no overlongs, surrogates or code
+/// points past U+10FFFF).
+bool is_valid_utf8(std::string_view bytes) noexcept;
+
+/// True when `text`, read as JSON, nests arrays and objects deeper than
+/// `max_depth` (brackets inside strings do not count).
+bool nests_deeper_than(std::string_view text, std::size_t max_depth) noexcept;
+
+/// A stable key for a request id, for tables of running calls: ids 1 and "1"
+/// are different requests and get different keys.
+std::string id_key(const nlohmann::json& id);
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,39 @@
+#pragma once
+
+// What the MCP server says about its tools: names, descriptions, schemas,
+// annotations, the server's instructions, and the shape of a tools/call result.
+// Every string here is rawtool's own text, except the catalog listing, which
+// arrives already rendered (catalog prose quoted or omitted by the renderer).
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace rawtool::mcp::detail {
+
+/// The facts about the configuration that the tool descriptions show.
+struct ToolSettings {
+  bool raw_path_enabled = true;
+  /// True when any configured database is read-write: the annotations then
+  /// warn that a call may change the database.
+  bool read_write = false;
+  /// The default database's label (validated by the configuration).
+  std::string database_label = "default";
+  /// The text half of describe_catalog(), as the renderer wrote it.
+  std::string catalog_text;
+};
+
+/// The tools/list "tools" array: raw_sql (only when the raw path exists),
+/// certified_query, describe_catalog.
+nlohmann::json describe_tools(const ToolSettings& settings);
+
+/// The initialize result's `instructions`: names the untrusted-content boundary
+/// in plain words.
+std::string server_instructions(const ToolSettings& settings);
+
+/// A tools/call result: the text half as the only content block, the structured
+/// half as structuredContent, and isError. A structured half that is not an
+/// object is wrapped so structuredContent is always an object.
+nlohmann::json call_result(std::string text, nlohmann::json structured, bool is_error);
+
+}  // namespace rawtool::mcp::detail
