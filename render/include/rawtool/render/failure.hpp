@@ -3,6 +3,8 @@
 #include <rawtool/outcome.hpp>
 #include <rawtool/render/surface.hpp>
 
+#include <string>
+
 namespace rawtool::render {
 
 /// Renders the database's reply to the caller's own statement (raw path) on
@@ -12,13 +14,31 @@ namespace rawtool::render {
 /// fresh random nonce; each non-empty untrusted field under a label the
 /// renderer writes, quoted per line with "> "; the closing marker.
 ///
-/// Refuses (Rendered::refused, see render_withheld) when a code fails its
-/// grammar, when the text would exceed options.budget, or when the post-render
-/// self-check fails. Never shortens or scrubs. Thread-safe.
+/// Refuses (Rendered::refused) when a code fails its grammar (SQLSTATE
+/// ^[0-9A-Z]{5}$, severity in ERROR FATAL PANIC WARNING NOTICE DEBUG INFO LOG,
+/// SQLite code defined by sqlite3.h; for the failure and for every notice),
+/// when the text would exceed options.budget, when the post-render self-check
+/// fails, or when `provenance` is not the raw path (a certified failure shows
+/// no database text). A refusal carries the reason, the sizes, the SQLSTATE
+/// where it is valid and withheld_sha256(failure), and none of the untrusted
+/// text. Never shortens or scrubs. Thread-safe.
+///
+/// Structured surface: {"kind":"raw_failure","path":"raw","engine","sqlstate",
+/// "condition","severity","sqlite_code","sqlite_code_name","position",
+/// "internal_position","untrusted_notice","untrusted":{"message",...,
+/// "notices":[...]},"raw_provenance":{...}}; a refusal is {"kind":"refusal",...}.
 Rendered render_failure(const Failure& failure, const Provenance& provenance, const RenderOptions& options);
 
+/// The SHA-256 (hex) that a refusal shows for correlation with the server
+/// log. What is hashed: each of these fields as an 8-byte big-endian length
+/// followed by its bytes, in this order: severity, sqlstate, message, detail,
+/// hint, context, internal_query, schema, table, column, datatype, constraint,
+/// statement; then for each notice in order: severity, sqlstate, message,
+/// detail, hint, context. It does not depend on the render options.
+std::string withheld_sha256(const Failure& failure);
+
 /// The failure as a JSON object for the server log: every field, untrusted
-/// ones through to_json. Used by the certified path, whose caller sees none of it.
+/// ones through to_json, and "withheld_sha256". Used by the certified path, whose caller sees none of it.
 nlohmann::json failure_log_record(const Failure& failure);
 
 }  // namespace rawtool::render

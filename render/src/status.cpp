@@ -1,0 +1,98 @@
+#include <rawtool/render/status.hpp>
+
+#include "detail/common.hpp"
+#include "detail/escape.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace rawtool::render {
+
+namespace {
+
+constexpr std::array<Status, 6> all_statuses{Status::invalid_arguments, Status::not_found, Status::timeout,
+                                             Status::unavailable,       Status::execution_failed, Status::refused};
+
+std::string_view explanation(Status status) {
+  switch (status) {
+    case Status::invalid_arguments: return "the parameters do not match the query's declared parameters";
+    case Status::not_found: return "no certified query has that name";
+    case Status::timeout: return "the query ran past its time limit and was stopped";
+    case Status::unavailable: return "the database could not be reached";
+    case Status::execution_failed: return "the database reported an error while running the query";
+    case Status::refused: return "rawtool declined to run the query";
+  }
+  return "unknown status";
+}
+
+// A log reference is the tool's own token; anything else is a caller's bug.
+void check_reference(std::string_view reference) {
+  const bool ok = !reference.empty() && reference.size() <= 128 && std::all_of(reference.begin(), reference.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == ':';
+  });
+  if (!ok) throw std::invalid_argument("render_status: a log reference must match ^[A-Za-z0-9._:-]{1,128}$");
+}
+
+}  // namespace
+
+std::string_view status_name(Status status) noexcept {
+  switch (status) {
+    case Status::invalid_arguments: return "invalid_arguments";
+    case Status::not_found: return "not_found";
+    case Status::timeout: return "timeout";
+    case Status::unavailable: return "unavailable";
+    case Status::execution_failed: return "execution_failed";
+    case Status::refused: return "refused";
+  }
+  return "unknown";
+}
+
+std::optional<Status> parse_status(std::string_view name) noexcept {
+  for (Status s : all_statuses)
+    if (status_name(s) == name) return s;
+  return std::nullopt;
+}
+
+Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
+  check_reference(log_reference);
+  Rendered r;
+  r.text = fmt::format(
+      "rawtool: certified query failed; status={}; query={}; reference={}\n"
+      "rawtool: {}. The certified path shows no database text; an operator can find the details in the server log under the reference.\n"
+      "rawtool: end of reply; path={}; engine={}; database={}; elapsed_ms={}\n",
+      status_name(status), provenance.certified_name, log_reference, explanation(status), detail::path_text(provenance),
+      engine_name(provenance.engine), provenance.database_label, detail::elapsed_ms_text(provenance));
+  r.structured = {
+      {"kind", "certified_status"},
+      {"status", std::string(status_name(status))},
+      {"reference", std::string(log_reference)},
+      {"explanation", std::string(explanation(status))},
+  };
+  detail::add_provenance(r.structured, provenance);
+  if (auto problem = detail::self_check(r.text, {}); !problem.empty())
+    throw std::invalid_argument("render_status: the provenance holds text rawtool cannot show (" + problem + ")");
+  return r;
+}
+
+Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
+  Rendered r;
+  r.refused = true;
+  std::string& t = r.text;
+  t = fmt::format("rawtool: refused; reason={}; path={}; engine={}; database={}\n", refusal_reason_name(refusal.reason), detail::path_text(provenance),
+                  engine_name(provenance.engine), provenance.database_label);
+  // The explanation is rawtool's own text; it is still escaped, so that a
+  // mistake upstream cannot put a raw control or a line of its own here.
+  detail::quote_lines(t, refusal.explanation, "rawtool: ", false);
+  r.structured = {
+      {"kind", "refusal"},
+      {"reason", std::string(refusal_reason_name(refusal.reason))},
+      {"explanation", refusal.explanation},
+  };
+  detail::add_provenance(r.structured, provenance);
+  return r;
+}
+
+}  // namespace rawtool::render

@@ -1,0 +1,220 @@
+// Build-time generator of the renderer's data tables, from the files Debian
+// ships (unicode-data, postgresql-15, libsqlite3-dev), so that the escape set
+// and the code names follow the data rather than a hand-written list.
+//
+//   generate_tables <DerivedGeneralCategory.txt> <DerivedCoreProperties.txt>
+//                   <errcodes.txt> <sqlite3.h> <output.cpp>
+//
+// Emits one C++ source defining what render/src/detail/tables.hpp declares:
+//  - a two-level table giving each code point its class (plain, escape,
+//    combining mark): stage 1 maps cp >> 7 to a block, stage 2 holds the
+//    distinct 128-entry blocks;
+//  - SQLSTATE -> condition name, sorted by code;
+//  - SQLite extended result code -> macro name, sorted by code.
+// Any parse problem is fatal: a table built from half a file would be wrong
+// without saying so.
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::uint32_t code_space = 0x110000;
+constexpr std::uint32_t block_bits = 7;
+constexpr std::uint32_t block_size = 1u << block_bits;
+
+enum : std::uint8_t { plain = 0, escape = 1, combining = 2 };
+
+[[noreturn]] void fail(const std::string& what) {
+  std::cerr << "generate_tables: " << what << '\n';
+  std::exit(1);
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read " + path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+struct RangeValue {
+  std::uint32_t first;
+  std::uint32_t last;
+  std::string value;
+};
+
+// Parses UCD lines "XXXX..YYYY ; Value # comment" (or a single code point).
+std::vector<RangeValue> read_ucd(const std::string& path) {
+  std::vector<RangeValue> out;
+  for (const auto& raw : read_lines(path)) {
+    std::string line = raw.substr(0, raw.find('#'));
+    if (trim(line).empty()) continue;
+    const auto semi = line.find(';');
+    if (semi == std::string::npos) fail(path + ": no ';' in line: " + raw);
+    const std::string range = trim(line.substr(0, semi));
+    const std::string value = trim(line.substr(semi + 1));
+    const auto dots = range.find("..");
+    char* end = nullptr;
+    const auto first = static_cast<std::uint32_t>(std::strtoul(range.c_str(), &end, 16));
+    std::uint32_t last = first;
+    if (dots != std::string::npos) last = static_cast<std::uint32_t>(std::strtoul(range.c_str() + dots + 2, &end, 16));
+    if (last < first || last >= code_space) fail(path + ": bad range in line: " + raw);
+    out.push_back({first, last, value});
+  }
+  if (out.empty()) fail(path + ": no data");
+  return out;
+}
+
+struct Sqlstate {
+  std::string code;
+  std::string name;
+};
+
+std::vector<Sqlstate> read_errcodes(const std::string& path) {
+  std::vector<Sqlstate> out;
+  const std::regex code_line(R"(^([0-9A-Z]{5})\s+([EWS])\s+(ERRCODE_[A-Z0-9_]+)(\s+([a-z0-9_]+))?\s*$)");
+  for (const auto& line : read_lines(path)) {
+    if (line.empty() || line[0] == '#' || line.rfind("Section:", 0) == 0) continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, code_line)) fail(path + ": unexpected line: " + line);
+    std::string name = m[5].str();
+    if (name.empty()) {
+      // A few codes have no PL/pgSQL condition name; the macro's tail names them.
+      name = m[3].str().substr(std::string("ERRCODE_").size());
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    }
+    out.push_back({m[1].str(), name});
+  }
+  std::sort(out.begin(), out.end(), [](const Sqlstate& a, const Sqlstate& b) { return a.code < b.code; });
+  // The same code may be listed twice (an alias); keep the first name.
+  out.erase(std::unique(out.begin(), out.end(), [](const Sqlstate& a, const Sqlstate& b) { return a.code == b.code; }), out.end());
+  if (out.size() < 100) fail(path + ": too few SQLSTATE codes");
+  return out;
+}
+
+struct SqliteCode {
+  long code;
+  std::string name;
+};
+
+// The result codes are the #define lines from "#define SQLITE_OK" up to the
+// first open-flag define; values are plain integers or (SQLITE_BASE | (n<<8)).
+std::vector<SqliteCode> read_sqlite_codes(const std::string& path) {
+  const std::regex plain_define(R"(^#define\s+(SQLITE_[A-Z0-9_]+)\s+(\d+)\b.*$)");
+  const std::regex extended_define(R"(^#define\s+(SQLITE_[A-Z0-9_]+)\s+\(\s*(SQLITE_[A-Z0-9_]+)\s*\|\s*\(\s*(\d+)\s*<<\s*8\s*\)\s*\).*$)");
+  std::map<std::string, long> values;
+  std::vector<SqliteCode> out;
+  bool inside = false;
+  for (const auto& line : read_lines(path)) {
+    if (!inside) {
+      if (line.rfind("#define SQLITE_OK ", 0) == 0) inside = true;
+      else continue;
+    }
+    if (line.rfind("#define SQLITE_OPEN_", 0) == 0) break;
+    if (line.rfind("#define ", 0) != 0) continue;
+    std::smatch m;
+    if (std::regex_match(line, m, plain_define)) {
+      values[m[1].str()] = std::stol(m[2].str());
+    } else if (std::regex_match(line, m, extended_define)) {
+      const auto base = values.find(m[2].str());
+      if (base == values.end()) fail(path + ": extended code before its base: " + line);
+      values[m[1].str()] = base->second | (std::stol(m[3].str()) << 8);
+    } else {
+      fail(path + ": unexpected result-code define: " + line);
+    }
+  }
+  for (const auto& [name, code] : values) out.push_back({code, name});
+  std::sort(out.begin(), out.end(), [](const SqliteCode& a, const SqliteCode& b) { return a.code < b.code || (a.code == b.code && a.name < b.name); });
+  out.erase(std::unique(out.begin(), out.end(), [](const SqliteCode& a, const SqliteCode& b) { return a.code == b.code; }), out.end());
+  if (out.size() < 50) fail(path + ": too few SQLite result codes");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 6) fail("usage: generate_tables <DerivedGeneralCategory.txt> <DerivedCoreProperties.txt> <errcodes.txt> <sqlite3.h> <out.cpp>");
+
+  // Unlisted code points are unassigned (Cn): escaped.
+  std::vector<std::uint8_t> cls(code_space, escape);
+  std::vector<bool> seen(code_space, false);
+  for (const auto& r : read_ucd(argv[1])) {
+    const std::string& gc = r.value;
+    std::uint8_t c = plain;
+    if (gc == "Cc" || gc == "Cf" || gc == "Co" || gc == "Cn" || gc == "Zl" || gc == "Zp" || gc == "Zs" || gc == "Cs") c = escape;
+    else if (gc == "Mn" || gc == "Mc" || gc == "Me") c = combining;
+    for (std::uint32_t cp = r.first; cp <= r.last; ++cp) {
+      cls[cp] = c;
+      seen[cp] = true;
+    }
+  }
+  cls[0x20] = plain;  // the one space that stays as it is
+  std::size_t ignorable = 0;
+  for (const auto& r : read_ucd(argv[2])) {
+    if (r.value != "Default_Ignorable_Code_Point") continue;
+    for (std::uint32_t cp = r.first; cp <= r.last; ++cp) cls[cp] = escape;
+    ignorable += r.last - r.first + 1;
+  }
+  if (ignorable < 1000) fail(std::string(argv[2]) + ": Default_Ignorable_Code_Point missing");
+  // Sanity checks on facts the renderer's contract names.
+  const std::array<std::uint32_t, 12> must_escape{0x7F, 0x85, 0x9B, 0xAD, 0x200B, 0x202E, 0x2028, 0x2029, 0x3164, 0xE0001, 0xFE0F, 0xF0000};
+  for (auto cp : must_escape)
+    if (cls[cp] != escape) fail("code point " + std::to_string(cp) + " is not in the escape set: wrong input files?");
+  if (cls[0x301] != combining || cls[0xE9] != plain || cls[0x4E2D] != plain || cls[0x1F600] != plain)
+    fail("unexpected classes for U+0301/U+00E9/U+4E2D/U+1F600: wrong input files?");
+
+  std::vector<std::vector<std::uint8_t>> blocks;
+  std::map<std::vector<std::uint8_t>, std::size_t> block_index;
+  std::vector<std::size_t> stage1;
+  for (std::uint32_t start = 0; start < code_space; start += block_size) {
+    std::vector<std::uint8_t> block(cls.begin() + start, cls.begin() + start + block_size);
+    auto [it, inserted] = block_index.emplace(block, blocks.size());
+    if (inserted) blocks.push_back(block);
+    stage1.push_back(it->second);
+  }
+  if (blocks.size() > 0xFFFF) fail("too many distinct blocks");
+
+  const auto sqlstates = read_errcodes(argv[3]);
+  const auto sqlite_codes = read_sqlite_codes(argv[4]);
+
+  std::ostringstream out;
+  out << "// Generated by render/tools/generate_tables.cpp at build time. Do not edit.\n"
+      << "// Sources: " << argv[1] << ", " << argv[2] << ", " << argv[3] << ", " << argv[4] << "\n"
+      << "#include \"detail/tables.hpp\"\n\nnamespace rawtool::render::detail {\n\n";
+  out << "const std::uint16_t unicode_stage1[" << stage1.size() << "] = {";
+  for (std::size_t i = 0; i < stage1.size(); ++i) out << (i % 24 == 0 ? "\n  " : "") << stage1[i] << ',';
+  out << "\n};\n\nconst std::uint8_t unicode_stage2[" << blocks.size() * block_size << "] = {";
+  for (const auto& block : blocks) {
+    out << "\n ";
+    for (auto v : block) out << ' ' << static_cast<int>(v) << ',';
+  }
+  out << "\n};\n\nconst SqlstateName sqlstate_names[" << sqlstates.size() << "] = {\n";
+  for (const auto& s : sqlstates) out << "  {\"" << s.code << "\", \"" << s.name << "\"},\n";
+  out << "};\nconst std::size_t sqlstate_name_count = " << sqlstates.size() << ";\n\n";
+  out << "const SqliteCodeName sqlite_code_names[" << sqlite_codes.size() << "] = {\n";
+  for (const auto& s : sqlite_codes) out << "  {" << s.code << ", \"" << s.name << "\"},\n";
+  out << "};\nconst std::size_t sqlite_code_name_count = " << sqlite_codes.size() << ";\n\n}  // namespace rawtool::render::detail\n";
+
+  const std::string text = out.str();
+  std::ofstream file(argv[5], std::ios::binary | std::ios::trunc);
+  if (!file || !(file << text)) fail(std::string("cannot write ") + argv[5]);
+  return 0;
+}
