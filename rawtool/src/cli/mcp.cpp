@@ -1,0 +1,49 @@
+// rawtool mcp: the Model Context Protocol server on stdin/stdout.
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/open_tool.hpp"
+#include "cli/output.hpp"
+
+#include <rawtool/mcp.hpp>
+
+#include <array>
+#include <string>
+
+namespace rawtool::cli {
+
+namespace {
+
+constexpr std::string_view help =
+    "Usage: rawtool mcp [--config FILE] [--db URL|PATH]\n"
+    "\n"
+    "Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0 over stdio)\n"
+    "until stdin closes. stdout carries protocol messages only; logs, including\n"
+    "certified failures under their log references, go to stderr. The\n"
+    "configuration is checked before anything is served.\n"
+    "\n"
+    "Options:\n"
+    "  --config FILE   configuration file (JSON); see the README\n"
+    "  --db URL|PATH   the database, replacing the configuration's first target\n"
+    "\n"
+    "Exit status: 0 when stdin closed normally, 2 for a usage or configuration\n"
+    "error, 1 otherwise.\n";
+
+constexpr std::array<OptionSpec, 2> options{{{"--config", "FILE"}, {"--db", "URL|PATH"}}};
+
+}  // namespace
+
+int run_mcp(Arguments argv) {
+  const Args args(argv, options);
+  if (args.help()) {
+    write_all(1, help);
+    return static_cast<int>(Exit::ok);
+  }
+  if (!args.positionals().empty()) {
+    throw UsageError("mcp takes no arguments");
+  }
+  auto tool = open_tool(args);
+  return mcp::serve(*tool, 0, 1);
+}
+
+}  // namespace rawtool::cli
