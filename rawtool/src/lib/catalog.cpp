@@ -1,0 +1,435 @@
+#include <rawtool/catalog.hpp>
+#include <rawtool/config.hpp>
+
+#include "lib/detail/crypto.hpp"
+#include "lib/detail/json_fields.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace rawtool {
+namespace {
+
+using nlohmann::json;
+using detail::fail;
+using detail::member_field;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Reads `count` digits at `pos` as a number; false if any is not a digit.
+bool digits(std::string_view s, std::size_t pos, std::size_t count, int& out) {
+  if (pos + count > s.size()) return false;
+  out = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
+    if (!is_digit(s[i])) return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+bool valid_date_at(std::string_view s, std::size_t pos) {
+  int year = 0;
+  int month = 0;
+  int day = 0;
+  if (!digits(s, pos, 4, year) || s.size() < pos + 10 || s[pos + 4] != '-' || !digits(s, pos + 5, 2, month) ||
+      s[pos + 7] != '-' || !digits(s, pos + 8, 2, day)) {
+    return false;
+  }
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  static constexpr int month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  int last = month_days[month - 1] + ((month == 2 && leap) ? 1 : 0);
+  return day <= last;
+}
+
+bool valid_date(std::string_view s) { return s.size() == 10 && valid_date_at(s, 0); }
+
+// YYYY-MM-DD[T ]HH:MM:SS[.f{1,6}][Z|+HH:MM|-HH:MM]
+bool valid_timestamp(std::string_view s) {
+  if (s.size() < 19 || !valid_date_at(s, 0) || (s[10] != 'T' && s[10] != ' ')) return false;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
+  if (!digits(s, 11, 2, hour) || s[13] != ':' || !digits(s, 14, 2, minute) || s[16] != ':' ||
+      !digits(s, 17, 2, second) || hour > 23 || minute > 59 || second > 59) {
+    return false;
+  }
+  std::size_t pos = 19;
+  if (pos < s.size() && s[pos] == '.') {
+    std::size_t start = ++pos;
+    while (pos < s.size() && is_digit(s[pos])) ++pos;
+    if (pos == start || pos - start > 6) return false;
+  }
+  if (pos == s.size()) return true;
+  if (s[pos] == 'Z') return pos + 1 == s.size();
+  if (s[pos] != '+' && s[pos] != '-') return false;
+  int zone_hour = 0;
+  int zone_minute = 0;
+  return s.size() == pos + 6 && digits(s, pos + 1, 2, zone_hour) && s[pos + 3] == ':' &&
+         digits(s, pos + 4, 2, zone_minute) && zone_hour <= 15 && zone_minute <= 59;
+}
+
+// Counts code points; nullopt when `s` is not valid UTF-8 (overlongs,
+// surrogates and values past U+10FFFF included).
+std::optional<std::size_t> utf8_length(std::string_view s) {
+  std::size_t count = 0;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    auto b = static_cast<unsigned char>(s[i]);
+    std::size_t extra = 0;
+    std::uint32_t cp = 0;
+    if (b < 0x80) {
+      cp = b;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      extra = 1;
+      cp = b & 0x1FU;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      extra = 2;
+      cp = b & 0x0FU;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      extra = 3;
+      cp = b & 0x07U;
+    } else {
+      return std::nullopt;
+    }
+    if (extra > 0 && i + extra >= s.size()) return std::nullopt;
+    for (std::size_t k = 1; k <= extra; ++k) {
+      auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0U) != 0x80U) return std::nullopt;
+      cp = (cp << 6U) | (c & 0x3FU);
+    }
+    if ((extra == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF))) {
+      return std::nullopt;
+    }
+    i += extra + 1;
+    ++count;
+  }
+  return count;
+}
+
+std::optional<std::int64_t> parse_int64(std::string_view s) {
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  if (s.empty() || s.front() == '+' || s.front() == ' ') return std::nullopt;
+  double value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, std::chars_format::general);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// One value converted to its declared type, or a problem in rawtool's words.
+struct Converted {
+  std::optional<Parameter> value;
+  std::string problem;
+};
+
+Converted convert(const ParameterSpec& spec, const json& value) {
+  switch (spec.type) {
+    case ParameterType::integer:
+      if (value.is_number_integer() && !value.is_number_unsigned()) return {Parameter{value.get<std::int64_t>()}, {}};
+      if (value.is_number_unsigned()) {
+        auto u = value.get<std::uint64_t>();
+        if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+          return {Parameter{static_cast<std::int64_t>(u)}, {}};
+        }
+        return {std::nullopt, "is outside the 64-bit integer range"};
+      }
+      if (value.is_string()) {
+        if (auto v = parse_int64(value.get_ref<const std::string&>())) return {Parameter{*v}, {}};
+        return {std::nullopt, "is not an integer in decimal form"};
+      }
+      return {std::nullopt, std::string("must be an integer, not ") + detail::json_kind(value)};
+    case ParameterType::number:
+      if (value.is_number()) {
+        double d = value.get<double>();
+        if (!std::isfinite(d)) return {std::nullopt, "must be a finite number"};
+        return {Parameter{d}, {}};
+      }
+      if (value.is_string()) {
+        if (auto v = parse_double(value.get_ref<const std::string&>())) return {Parameter{*v}, {}};
+        return {std::nullopt, "is not a finite number in decimal form"};
+      }
+      return {std::nullopt, std::string("must be a number, not ") + detail::json_kind(value)};
+    case ParameterType::boolean:
+      if (value.is_boolean()) return {Parameter{value.get<bool>()}, {}};
+      if (value.is_string()) {
+        const auto& s = value.get_ref<const std::string&>();
+        if (s == "true") return {Parameter{true}, {}};
+        if (s == "false") return {Parameter{false}, {}};
+        return {std::nullopt, "must be true or false"};
+      }
+      return {std::nullopt, std::string("must be true or false, not ") + detail::json_kind(value)};
+    case ParameterType::text: {
+      if (!value.is_string()) return {std::nullopt, std::string("must be a string, not ") + detail::json_kind(value)};
+      const auto& s = value.get_ref<const std::string&>();
+      auto length = utf8_length(s);
+      if (!length) return {std::nullopt, "is not valid UTF-8"};
+      if (s.find('\0') != std::string::npos) return {std::nullopt, "contains a NUL character"};
+      if (spec.max_length && *length > *spec.max_length) {
+        return {std::nullopt, "is longer than " + std::to_string(*spec.max_length) + " characters"};
+      }
+      return {Parameter{s}, {}};
+    }
+    case ParameterType::date:
+      if (value.is_string() && valid_date(value.get_ref<const std::string&>())) {
+        return {Parameter{value.get<std::string>()}, {}};
+      }
+      return {std::nullopt, "must be a date, YYYY-MM-DD"};
+    case ParameterType::timestamp:
+      if (value.is_string() && valid_timestamp(value.get_ref<const std::string&>())) {
+        return {Parameter{value.get<std::string>()}, {}};
+      }
+      return {std::nullopt, "must be a timestamp, YYYY-MM-DD HH:MM:SS with optional fraction and zone"};
+  }
+  return {std::nullopt, "has an unknown type"};
+}
+
+std::string format_bound(double bound) {
+  std::ostringstream out;
+  out.precision(17);
+  out << bound;
+  return out.str();
+}
+
+// Bounds and enumeration; the value already has the declared type.
+std::string check_constraints(const ParameterSpec& spec, const Parameter& value) {
+  double numeric = 0;
+  bool is_numeric = false;
+  if (const auto* i = std::get_if<std::int64_t>(&value)) {
+    numeric = static_cast<double>(*i);
+    is_numeric = true;
+  } else if (const auto* d = std::get_if<double>(&value)) {
+    numeric = *d;
+    is_numeric = true;
+  }
+  if (is_numeric && spec.minimum && numeric < *spec.minimum) return "is below the minimum " + format_bound(*spec.minimum);
+  if (is_numeric && spec.maximum && numeric > *spec.maximum) return "is above the maximum " + format_bound(*spec.maximum);
+  if (!spec.allowed.empty()) {
+    bool found = false;
+    for (const Parameter& allowed : spec.allowed) found = found || allowed == value;
+    if (!found) return "is not one of the allowed values";
+  }
+  return {};
+}
+
+std::optional<ParameterType> parse_type(std::string_view s) {
+  for (auto t : {ParameterType::integer, ParameterType::number, ParameterType::text, ParameterType::boolean,
+                 ParameterType::date, ParameterType::timestamp}) {
+    if (parameter_type_name(t) == s) return t;
+  }
+  return std::nullopt;
+}
+
+double read_number(const json& value, const std::string& field) {
+  if (!value.is_number()) fail(field, std::string("must be a number, not ") + detail::json_kind(value));
+  double d = value.get<double>();
+  if (!std::isfinite(d)) fail(field, "must be a finite number");
+  return d;
+}
+
+ParameterSpec parse_parameter(const json& value, const std::string& field) {
+  detail::require_object(value, field);
+  detail::reject_unknown_keys(value, {"name", "type", "description", "required", "minimum", "maximum", "enum", "max_length"},
+                              field);
+  ParameterSpec spec;
+  auto name = value.find("name");
+  if (name == value.end()) fail(member_field(field, "name"), "is required");
+  spec.name = detail::read_string(*name, member_field(field, "name"));
+  if (!valid_catalog_name(spec.name)) fail(member_field(field, "name"), "must match [a-z][a-z0-9_]{0,63}");
+
+  auto type = value.find("type");
+  if (type == value.end()) fail(member_field(field, "type"), "is required");
+  auto parsed_type = parse_type(detail::read_string(*type, member_field(field, "type")));
+  if (!parsed_type) fail(member_field(field, "type"), "must be one of integer, number, text, boolean, date, timestamp");
+  spec.type = *parsed_type;
+  bool numeric = spec.type == ParameterType::integer || spec.type == ParameterType::number;
+
+  if (auto it = value.find("description"); it != value.end()) {
+    spec.description = Untrusted(detail::read_string(*it, member_field(field, "description")));
+  }
+  if (auto it = value.find("required"); it != value.end()) spec.required = detail::read_bool(*it, member_field(field, "required"));
+  if (auto it = value.find("minimum"); it != value.end()) {
+    if (!numeric) fail(member_field(field, "minimum"), "applies to integer and number parameters only");
+    spec.minimum = read_number(*it, member_field(field, "minimum"));
+  }
+  if (auto it = value.find("maximum"); it != value.end()) {
+    if (!numeric) fail(member_field(field, "maximum"), "applies to integer and number parameters only");
+    spec.maximum = read_number(*it, member_field(field, "maximum"));
+    if (spec.minimum && *spec.maximum < *spec.minimum) fail(member_field(field, "maximum"), "is below minimum");
+  }
+  if (auto it = value.find("max_length"); it != value.end()) {
+    if (spec.type != ParameterType::text) fail(member_field(field, "max_length"), "applies to text parameters only");
+    spec.max_length = static_cast<std::size_t>(
+        detail::read_integer(*it, member_field(field, "max_length"), 1, std::numeric_limits<std::int32_t>::max()));
+  }
+  if (auto it = value.find("enum"); it != value.end()) {
+    std::string enum_field = member_field(field, "enum");
+    if (!it->is_array() || it->empty()) fail(enum_field, "must be a non-empty array of allowed values");
+    const ParameterSpec bounds_only = spec;  // allowed is still empty: checks the bounds alone
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      std::string item_field = enum_field + "[" + std::to_string(i) + "]";
+      Converted c = convert(spec, (*it)[i]);
+      if (!c.value) fail(item_field, c.problem);
+      if (std::string bound = check_constraints(bounds_only, *c.value); !bound.empty()) {
+        fail(item_field, bound);
+      }
+      spec.allowed.push_back(std::move(*c.value));
+    }
+  }
+  return spec;
+}
+
+CatalogQuery parse_query(const json& value, std::size_t index) {
+  std::string entry = "catalog: queries[" + std::to_string(index) + "]";
+  detail::require_object(value, entry);
+  CatalogQuery query;
+  auto name = value.find("name");
+  if (name == value.end()) fail(entry + ".name", "is required");
+  query.name = detail::read_string(*name, entry + ".name");
+  if (!valid_catalog_name(query.name)) fail(entry + ".name", "must match [a-z][a-z0-9_]{0,63}");
+  entry += " (" + query.name + ")";
+  detail::reject_unknown_keys(value, {"name", "description", "sql", "parameters", "access", "database"}, entry);
+
+  auto description = value.find("description");
+  if (description == value.end()) fail(entry + ".description", "is required");
+  query.description = Untrusted(detail::read_string(*description, entry + ".description"));
+
+  auto sql = value.find("sql");
+  if (sql == value.end()) fail(entry + ".sql", "is required");
+  query.sql = detail::read_string(*sql, entry + ".sql");
+  if (query.sql.find_first_not_of(" \t\r\n") == std::string::npos) fail(entry + ".sql", "must not be empty");
+
+  if (auto it = value.find("parameters"); it != value.end()) {
+    if (!it->is_array()) fail(entry + ".parameters", std::string("must be an array, not ") + detail::json_kind(*it));
+    std::set<std::string, std::less<>> names;
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      std::string field = entry + ".parameters[" + std::to_string(i) + "]";
+      ParameterSpec spec = parse_parameter((*it)[i], field);
+      if (!names.insert(spec.name).second) fail(field + ".name", "repeats the name of an earlier parameter");
+      query.parameters.push_back(std::move(spec));
+    }
+  }
+  if (auto it = value.find("access"); it != value.end()) {
+    std::string s = detail::read_string(*it, entry + ".access");
+    if (s == "read_only") {
+      query.access = AccessMode::read_only;
+    } else if (s == "read_write") {
+      query.access = AccessMode::read_write;
+    } else {
+      fail(entry + ".access", "must be \"read_only\" or \"read_write\"");
+    }
+  }
+  if (auto it = value.find("database"); it != value.end()) {
+    query.database = detail::read_string(*it, entry + ".database");
+    if (!valid_database_label(query.database)) fail(entry + ".database", "must be 1 to 64 of A-Z a-z 0-9 _ . -");
+  }
+  return query;
+}
+
+}  // namespace
+
+std::string_view parameter_type_name(ParameterType type) noexcept {
+  switch (type) {
+    case ParameterType::integer: return "integer";
+    case ParameterType::number: return "number";
+    case ParameterType::text: return "text";
+    case ParameterType::boolean: return "boolean";
+    case ParameterType::date: return "date";
+    case ParameterType::timestamp: return "timestamp";
+  }
+  return "unknown";
+}
+
+bool valid_catalog_name(std::string_view name) noexcept {
+  if (name.empty() || name.size() > 64 || name.front() < 'a' || name.front() > 'z') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+const CatalogQuery* Catalog::find(std::string_view name) const noexcept {
+  for (const CatalogQuery& q : queries) {
+    if (q.name == name) return &q;
+  }
+  return nullptr;
+}
+
+Catalog parse_catalog(std::string_view json_text) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    fail("catalog", "is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  }
+  detail::require_object(root, "catalog");
+  detail::reject_unknown_keys(root, {"queries"}, "catalog:");
+  Catalog catalog;
+  catalog.sha256 = detail::sha256_hex(json_text);
+  auto queries = root.find("queries");
+  if (queries == root.end()) fail("catalog: queries", "is required");
+  if (!queries->is_array()) fail("catalog: queries", std::string("must be an array, not ") + detail::json_kind(*queries));
+  std::set<std::string, std::less<>> names;
+  for (std::size_t i = 0; i < queries->size(); ++i) {
+    CatalogQuery query = parse_query((*queries)[i], i);
+    if (!names.insert(query.name).second) {
+      fail("catalog: queries[" + std::to_string(i) + "] (" + query.name + ").name",
+           "repeats the name of an earlier query");
+    }
+    catalog.queries.push_back(std::move(query));
+  }
+  return catalog;
+}
+
+Catalog load_catalog(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("catalog", "the catalog file cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("catalog", "the catalog file cannot be read");
+  return parse_catalog(text.str());
+}
+
+BindResult bind_arguments(const CatalogQuery& query, const json& arguments) {
+  if (!arguments.is_null() && !arguments.is_object()) {
+    return ArgumentProblem{std::string("the arguments must be a JSON object, not ") + detail::json_kind(arguments), {}};
+  }
+  if (arguments.is_object()) {
+    for (const auto& item : arguments.items()) {
+      bool declared = false;
+      for (const ParameterSpec& spec : query.parameters) declared = declared || spec.name == item.key();
+      if (!declared) return ArgumentProblem{"an argument is not a declared parameter", Untrusted(item.key())};
+    }
+  }
+  std::vector<Parameter> bound;
+  bound.reserve(query.parameters.size());
+  for (const ParameterSpec& spec : query.parameters) {
+    const json* value = nullptr;
+    if (arguments.is_object()) {
+      if (auto it = arguments.find(spec.name); it != arguments.end()) value = &*it;
+    }
+    if (value == nullptr || value->is_null()) {
+      if (spec.required) return ArgumentProblem{"parameters." + spec.name + ": is required", {}};
+      bound.emplace_back(std::monostate{});
+      continue;
+    }
+    Converted c = convert(spec, *value);
+    if (!c.value) return ArgumentProblem{"parameters." + spec.name + ": " + c.problem, {}};
+    if (std::string problem = check_constraints(spec, *c.value); !problem.empty()) {
+      return ArgumentProblem{"parameters." + spec.name + ": " + problem, {}};
+    }
+    bound.push_back(std::move(*c.value));
+  }
+  return bound;
+}
+
+}  // namespace rawtool

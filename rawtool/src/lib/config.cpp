@@ -1,0 +1,291 @@
+#include <rawtool/config.hpp>
+
+#include "lib/detail/json_fields.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace rawtool {
+namespace {
+
+using nlohmann::json;
+using detail::fail;
+using detail::member_field;
+
+// Ranges for the numeric keys; documented in config.hpp.
+constexpr std::int64_t max_timeout_ms = 86'400'000;
+constexpr std::int64_t max_rows_limit = 10'000'000;
+constexpr std::int64_t max_bytes_limit = 1'073'741'824;
+constexpr std::int64_t max_statement_limit = 16'777'216;
+constexpr std::int64_t max_pool_size = 256;
+constexpr std::int64_t min_budget = 1024;
+constexpr std::int64_t max_budget = 67'108'864;
+constexpr std::int64_t max_calls = 1024;
+
+std::optional<std::string> environment(const char* name) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once while parsing
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// A libpq "key=value ..." string starts with a keyword and '='.
+bool looks_like_conninfo(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  std::size_t start = i;
+  while (i < s.size() && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_')) ++i;
+  if (i == start) return false;
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return i < s.size() && s[i] == '=';
+}
+
+std::string resolve_path(std::string_view path, const std::filesystem::path& base_dir) {
+  if (path == ":memory:") return std::string(path);
+  std::filesystem::path p{std::string(path)};
+  if (p.is_relative()) p = base_dir.empty() ? std::filesystem::absolute(p) : base_dir / p;
+  return p.lexically_normal().string();
+}
+
+// The target of a database entry that names none: RAWTOOL_DATABASE_URL, then PG*.
+std::optional<DatabaseConfig> database_from_environment(const std::filesystem::path& base_dir) {
+  if (auto url = environment("RAWTOOL_DATABASE_URL")) return database_for_target(*url, base_dir);
+  for (const char* name : {"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"}) {
+    if (environment(name)) {
+      DatabaseConfig db;
+      db.kind = TargetKind::postgresql;
+      db.target.clear();
+      return db;
+    }
+  }
+  return std::nullopt;
+}
+
+Limits parse_limits(const json& value, const std::string& field) {
+  detail::require_object(value, field);
+  detail::reject_unknown_keys(
+      value, {"statement_timeout_ms", "lock_timeout_ms", "max_rows", "max_bytes", "max_statement_bytes"}, field);
+  Limits limits;
+  if (auto it = value.find("statement_timeout_ms"); it != value.end()) {
+    limits.statement_timeout = std::chrono::milliseconds(
+        detail::read_integer(*it, member_field(field, "statement_timeout_ms"), 1, max_timeout_ms));
+  }
+  if (auto it = value.find("lock_timeout_ms"); it != value.end()) {
+    limits.lock_timeout =
+        std::chrono::milliseconds(detail::read_integer(*it, member_field(field, "lock_timeout_ms"), 1, max_timeout_ms));
+  }
+  if (auto it = value.find("max_rows"); it != value.end()) {
+    limits.max_rows = static_cast<std::uint64_t>(detail::read_integer(*it, member_field(field, "max_rows"), 1, max_rows_limit));
+  }
+  if (auto it = value.find("max_bytes"); it != value.end()) {
+    limits.max_bytes =
+        static_cast<std::uint64_t>(detail::read_integer(*it, member_field(field, "max_bytes"), 1, max_bytes_limit));
+  }
+  if (auto it = value.find("max_statement_bytes"); it != value.end()) {
+    limits.max_statement_bytes = static_cast<std::size_t>(
+        detail::read_integer(*it, member_field(field, "max_statement_bytes"), 1, max_statement_limit));
+  }
+  return limits;
+}
+
+AccessMode parse_access(const json& value, const std::string& field) {
+  std::string s = detail::read_string(value, field);
+  if (s == "read_only") return AccessMode::read_only;
+  if (s == "read_write") return AccessMode::read_write;
+  fail(field, "must be \"read_only\" or \"read_write\"");
+}
+
+DatabaseConfig parse_database(const json& value, std::size_t index, const std::filesystem::path& base_dir) {
+  std::string field = "databases[" + std::to_string(index) + "]";
+  detail::require_object(value, field);
+  detail::reject_unknown_keys(value, {"label", "url", "path", "access", "limits", "pool_size"}, field);
+
+  auto url = value.find("url");
+  auto path = value.find("path");
+  if (url != value.end() && path != value.end()) fail(field, "give url or path, not both");
+
+  DatabaseConfig db;
+  if (url != value.end()) {
+    std::string s = detail::read_string(*url, member_field(field, "url"));
+    if (s.empty()) fail(member_field(field, "url"), "must not be empty");
+    db = database_for_target(s, base_dir);
+  } else if (path != value.end()) {
+    std::string s = detail::read_string(*path, member_field(field, "path"));
+    if (s.empty()) fail(member_field(field, "path"), "must not be empty");
+    db.kind = TargetKind::sqlite_path;
+    db.target = resolve_path(s, base_dir);
+  } else if (auto from_env = database_from_environment(base_dir)) {
+    db = *from_env;
+  } else {
+    fail(field, "has no url or path, and neither RAWTOOL_DATABASE_URL nor the PG* environment names a database");
+  }
+
+  if (auto it = value.find("label"); it != value.end()) {
+    db.label = detail::read_string(*it, member_field(field, "label"));
+    if (!valid_database_label(db.label)) fail(member_field(field, "label"), "must be 1 to 64 of A-Z a-z 0-9 _ . -");
+  } else if (index != 0) {
+    fail(member_field(field, "label"), "is required for every database but the first");
+  } else {
+    db.label = "default";
+  }
+  if (auto it = value.find("access"); it != value.end()) db.access = parse_access(*it, member_field(field, "access"));
+  if (auto it = value.find("limits"); it != value.end()) db.limits = parse_limits(*it, member_field(field, "limits"));
+  if (auto it = value.find("pool_size"); it != value.end()) {
+    db.pool_size = static_cast<std::size_t>(detail::read_integer(*it, member_field(field, "pool_size"), 1, max_pool_size));
+  }
+  return db;
+}
+
+void parse_render(const json& value, render::RenderOptions& options) {
+  const std::string field = "render";
+  detail::require_object(value, field);
+  detail::reject_unknown_keys(value, {"ascii_only", "budget_bytes", "show_statement"}, field);
+  if (auto it = value.find("ascii_only"); it != value.end()) {
+    options.ascii_only = detail::read_bool(*it, "render.ascii_only");
+  }
+  if (auto it = value.find("budget_bytes"); it != value.end()) {
+    options.budget = static_cast<std::size_t>(detail::read_integer(*it, "render.budget_bytes", min_budget, max_budget));
+  }
+  if (auto it = value.find("show_statement"); it != value.end()) {
+    options.show_statement = detail::read_bool(*it, "render.show_statement");
+  }
+}
+
+}  // namespace
+
+bool valid_database_label(std::string_view label) noexcept {
+  if (label.empty() || label.size() > 64) return false;
+  for (char c : label) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+DatabaseConfig database_for_target(std::string_view url_or_path, const std::filesystem::path& base_dir) {
+  if (url_or_path.empty()) fail("database", "the target must not be empty");
+  DatabaseConfig db;
+  if (starts_with(url_or_path, "postgresql://") || starts_with(url_or_path, "postgres://") ||
+      looks_like_conninfo(url_or_path)) {
+    db.kind = TargetKind::postgresql;
+    db.target = std::string(url_or_path);
+    return db;
+  }
+  std::string_view path = url_or_path;
+  if (starts_with(path, "sqlite:")) {
+    path.remove_prefix(7);
+    if (starts_with(path, "//")) path.remove_prefix(2);
+    if (path.empty()) fail("database", "a sqlite: target needs a path");
+  }
+  db.kind = TargetKind::sqlite_path;
+  db.target = resolve_path(path, base_dir);
+  return db;
+}
+
+void validate_config(const Config& config) {
+  if (config.databases.empty()) fail("databases", "no database is configured");
+  std::set<std::string, std::less<>> labels;
+  for (std::size_t i = 0; i < config.databases.size(); ++i) {
+    const DatabaseConfig& db = config.databases[i];
+    std::string field = "databases[" + std::to_string(i) + "]";
+    if (!valid_database_label(db.label)) fail(field + ".label", "must be 1 to 64 of A-Z a-z 0-9 _ . -");
+    if (!labels.insert(db.label).second) fail(field + ".label", "repeats the label of an earlier database");
+    if (db.kind == TargetKind::sqlite_path && db.target.empty()) fail(field + ".path", "must not be empty");
+    if (db.pool_size < 1 || db.pool_size > static_cast<std::size_t>(max_pool_size)) {
+      fail(field + ".pool_size", "must be an integer from 1 to " + std::to_string(max_pool_size));
+    }
+    const Limits& l = db.limits;
+    if (l.statement_timeout.count() < 1 || l.statement_timeout.count() > max_timeout_ms) {
+      fail(field + ".limits.statement_timeout_ms", "must be an integer from 1 to " + std::to_string(max_timeout_ms));
+    }
+    if (l.lock_timeout.count() < 1 || l.lock_timeout.count() > max_timeout_ms) {
+      fail(field + ".limits.lock_timeout_ms", "must be an integer from 1 to " + std::to_string(max_timeout_ms));
+    }
+    if (l.max_rows < 1 || l.max_rows > static_cast<std::uint64_t>(max_rows_limit)) {
+      fail(field + ".limits.max_rows", "must be an integer from 1 to " + std::to_string(max_rows_limit));
+    }
+    if (l.max_bytes < 1 || l.max_bytes > static_cast<std::uint64_t>(max_bytes_limit)) {
+      fail(field + ".limits.max_bytes", "must be an integer from 1 to " + std::to_string(max_bytes_limit));
+    }
+    if (l.max_statement_bytes < 1 || l.max_statement_bytes > static_cast<std::size_t>(max_statement_limit)) {
+      fail(field + ".limits.max_statement_bytes", "must be an integer from 1 to " + std::to_string(max_statement_limit));
+    }
+  }
+  if (config.render.budget < static_cast<std::size_t>(min_budget) ||
+      config.render.budget > static_cast<std::size_t>(max_budget)) {
+    fail("render.budget_bytes",
+         "must be an integer from " + std::to_string(min_budget) + " to " + std::to_string(max_budget));
+  }
+  if (config.max_concurrent_calls < 1 || config.max_concurrent_calls > static_cast<std::size_t>(max_calls)) {
+    fail("max_concurrent_calls", "must be an integer from 1 to " + std::to_string(max_calls));
+  }
+}
+
+Config parse_config(std::string_view json_text, const std::filesystem::path& base_dir) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    fail("configuration", "is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  }
+  detail::require_object(root, "configuration");
+  detail::reject_unknown_keys(
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls"}, "");
+
+  Config config;
+  if (auto it = root.find("databases"); it != root.end()) {
+    if (!it->is_array()) fail("databases", std::string("must be an array, not ") + detail::json_kind(*it));
+    for (std::size_t i = 0; i < it->size(); ++i) config.databases.push_back(parse_database((*it)[i], i, base_dir));
+  }
+  if (config.databases.empty()) {
+    auto from_env = database_from_environment(base_dir);
+    if (!from_env) {
+      fail("databases",
+           "no database is configured: list databases here, or set RAWTOOL_DATABASE_URL or the PG* environment");
+    }
+    config.databases.push_back(*from_env);
+  }
+  if (auto it = root.find("raw_path"); it != root.end()) config.raw_path = detail::read_bool(*it, "raw_path");
+  if (auto it = root.find("catalog"); it != root.end()) {
+    std::string s = detail::read_string(*it, "catalog");
+    if (s.empty()) fail("catalog", "must not be empty");
+    config.catalog = std::filesystem::path(resolve_path(s, base_dir));
+  }
+  if (auto it = root.find("catalog_prose"); it != root.end()) {
+    std::string s = detail::read_string(*it, "catalog_prose");
+    if (s == "quoted") {
+      config.render.catalog_prose = render::CatalogProse::quoted;
+    } else if (s == "omitted") {
+      config.render.catalog_prose = render::CatalogProse::omitted;
+    } else {
+      fail("catalog_prose", "must be \"quoted\" or \"omitted\"");
+    }
+  }
+  if (auto it = root.find("render"); it != root.end()) parse_render(*it, config.render);
+  if (auto it = root.find("max_concurrent_calls"); it != root.end()) {
+    config.max_concurrent_calls =
+        static_cast<std::size_t>(detail::read_integer(*it, "max_concurrent_calls", 1, max_calls));
+  }
+  validate_config(config);
+  return config;
+}
+
+Config load_config(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("configuration", "the file cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("configuration", "the file cannot be read");
+  std::filesystem::path base = std::filesystem::absolute(file).parent_path();
+  return parse_config(text.str(), base);
+}
+
+}  // namespace rawtool

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <rawtool/driver.hpp>
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace rawtool::detail {
+
+/// A bounded set of drivers for one database. Drivers are made lazily, at
+/// most `capacity` exist at once, and a caller beyond them waits. Thread-safe.
+class ConnectionPool {
+public:
+  using Factory = std::function<std::unique_ptr<Driver>()>;
+
+  /// A driver borrowed from the pool; going out of scope gives it back.
+  class Lease {
+  public:
+    Lease() = default;
+    Lease(ConnectionPool* pool, std::unique_ptr<Driver> driver) : pool_(pool), driver_(std::move(driver)) {}
+    Lease(Lease&& other) noexcept = default;
+    Lease& operator=(Lease&& other) noexcept;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease();
+
+    [[nodiscard]] Driver* get() const noexcept { return driver_.get(); }
+    [[nodiscard]] explicit operator bool() const noexcept { return driver_ != nullptr; }
+
+  private:
+    void give_back() noexcept;
+    ConnectionPool* pool_ = nullptr;
+    std::unique_ptr<Driver> driver_;
+  };
+
+  ConnectionPool(std::size_t capacity, Factory factory);
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  /// Waits until a driver is idle or one more may be made, or until `stop()`
+  /// returns true (checked on every wake; see wake()). Returns an empty lease
+  /// when stopped. Propagates the factory's exceptions (the slot is freed).
+  /// `stop` must not take locks that are held while calling wake().
+  Lease acquire(const std::function<bool()>& stop);
+
+  /// Wakes every waiter so that it checks its `stop` again.
+  void wake();
+
+  /// Drivers made and not destroyed (idle or leased).
+  [[nodiscard]] std::size_t size() const;
+
+private:
+  void release(std::unique_ptr<Driver> driver) noexcept;
+
+  const std::size_t capacity_;
+  Factory factory_;
+  mutable std::mutex mutex_;
+  std::condition_variable available_;
+  std::vector<std::unique_ptr<Driver>> idle_;  // REQUIRES: mutex_ held
+  std::size_t made_ = 0;                       // REQUIRES: mutex_ held
+};
+
+}  // namespace rawtool::detail

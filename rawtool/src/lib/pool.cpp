@@ -1,0 +1,81 @@
+#include "lib/detail/pool.hpp"
+
+#include <stdexcept>
+
+namespace rawtool::detail {
+
+ConnectionPool::Lease& ConnectionPool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    give_back();
+    pool_ = other.pool_;
+    driver_ = std::move(other.driver_);
+  }
+  return *this;
+}
+
+ConnectionPool::Lease::~Lease() { give_back(); }
+
+void ConnectionPool::Lease::give_back() noexcept {
+  if (pool_ != nullptr && driver_) pool_->release(std::move(driver_));
+  driver_.reset();
+}
+
+ConnectionPool::ConnectionPool(std::size_t capacity, Factory factory)
+    : capacity_(capacity == 0 ? 1 : capacity), factory_(std::move(factory)) {
+  idle_.reserve(capacity_);  // release() then never allocates
+}
+
+ConnectionPool::Lease ConnectionPool::acquire(const std::function<bool()>& stop) {
+  std::unique_lock lock(mutex_);
+  available_.wait(lock, [&] { return stop() || !idle_.empty() || made_ < capacity_; });
+  if (stop()) return {};
+  if (!idle_.empty()) {
+    std::unique_ptr<Driver> driver = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(driver));
+  }
+  ++made_;
+  lock.unlock();
+  // Made outside the lock: a factory may be slow, and other callers may take
+  // idle drivers meanwhile.
+  std::unique_ptr<Driver> driver;
+  try {
+    driver = factory_();
+  } catch (...) {
+    lock.lock();
+    --made_;
+    lock.unlock();
+    available_.notify_one();
+    throw;
+  }
+  if (!driver) {
+    lock.lock();
+    --made_;
+    lock.unlock();
+    available_.notify_one();
+    throw std::runtime_error("the driver factory made no driver");
+  }
+  return Lease(this, std::move(driver));
+}
+
+void ConnectionPool::release(std::unique_ptr<Driver> driver) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(std::move(driver));
+  }
+  available_.notify_one();
+}
+
+void ConnectionPool::wake() {
+  // Taking the lock orders this wake after any waiter's check of stop(), so
+  // the notification cannot fall between a check and its sleep.
+  { std::lock_guard lock(mutex_); }
+  available_.notify_all();
+}
+
+std::size_t ConnectionPool::size() const {
+  std::lock_guard lock(mutex_);
+  return made_;
+}
+
+}  // namespace rawtool::detail

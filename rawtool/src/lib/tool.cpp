@@ -1,0 +1,468 @@
+#include <rawtool/tool.hpp>
+
+#include <rawtool/render/escape.hpp>
+#include <rawtool/render/failure.hpp>
+#include <rawtool/render/json.hpp>
+#include <rawtool/render/prose.hpp>
+#include <rawtool/render/rows.hpp>
+#include <rawtool/render/status.hpp>
+
+#include "lib/detail/crypto.hpp"
+#include "lib/detail/json_fields.hpp"
+#include "lib/detail/pool.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <span>
+#include <utility>
+
+namespace rawtool {
+
+struct Cancellation::State {
+  std::atomic<bool> cancelled{false};
+  std::mutex mutex;
+  /// What cancel() must do for the call in progress: wake its wait for a
+  /// connection, or cancel its driver. REQUIRES: mutex held. Cleared before
+  /// the driver goes back to the pool, so cancel() never reaches a driver that
+  /// another call is using.
+  std::function<void()> interrupt;
+};
+
+Cancellation::Cancellation() : state_(std::make_shared<State>()) {}
+
+void Cancellation::cancel() noexcept {
+  state_->cancelled.store(true);
+  try {
+    std::lock_guard lock(state_->mutex);
+    if (state_->interrupt) state_->interrupt();
+  } catch (...) {
+    // The flag is set: a call that has not yet started will not run, and a
+    // waiting call sees it on its next wake.
+  }
+}
+
+bool Cancellation::cancelled() const noexcept { return state_->cancelled.load(); }
+
+namespace {
+
+using render::PathKind;
+using render::Provenance;
+using render::Status;
+
+struct Database {
+  DatabaseConfig config;
+  Engine engine = Engine::postgresql;
+  std::unique_ptr<detail::ConnectionPool> pool;
+};
+
+struct Execution {
+  Outcome outcome;
+  std::chrono::microseconds elapsed{0};
+};
+
+Engine engine_of(const DatabaseConfig& db) {
+  return db.kind == TargetKind::sqlite_path ? Engine::sqlite : Engine::postgresql;
+}
+
+std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
+  if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access);
+  return make_postgres_driver(db.target);
+}
+
+void write_to_stderr(std::string_view line) {
+  static std::mutex stderr_mutex;
+  std::string buffer;
+  buffer.reserve(line.size() + 1);
+  buffer.append(line);
+  buffer.push_back('\n');
+  std::lock_guard lock(stderr_mutex);
+  std::fwrite(buffer.data(), 1, buffer.size(), stderr);
+  std::fflush(stderr);
+}
+
+Reply to_reply(render::Rendered rendered, bool is_error) {
+  return Reply{std::move(rendered.text), std::move(rendered.structured), is_error || rendered.refused};
+}
+
+Untrusted exception_text(const std::exception& e) { return Untrusted(std::string_view(e.what())); }
+
+// The statuses a certified failure can report. A SQLSTATE is a code, compared
+// whole, never shown: a function may RAISE any code, so the worst it can do
+// is pick a different member of the closed set.
+Status status_for_failure(const Failure& failure) {
+  static const Untrusted query_canceled(std::string_view("57014"));      // statement_timeout
+  static const Untrusted lock_not_available(std::string_view("55P03"));  // lock_timeout
+  if (failure.sqlstate == query_canceled || failure.sqlstate == lock_not_available) return Status::timeout;
+  return Status::execution_failed;
+}
+
+Status status_for_refusal(const Refusal& refusal) {
+  return refusal.reason == RefusalReason::timeout ? Status::timeout : Status::refused;
+}
+
+std::string_view placeholder_style(Engine engine) { return engine == Engine::sqlite ? "?N" : "$N"; }
+
+std::string format_number(double value, ParameterType type) {
+  if (type == ParameterType::integer && value >= -9.0e15 && value <= 9.0e15 && value == static_cast<double>(static_cast<std::int64_t>(value))) {
+    return fmt::format("{}", static_cast<std::int64_t>(value));
+  }
+  return fmt::format("{}", value);
+}
+
+}  // namespace
+
+struct Tool::Impl {
+  // Sets and clears Cancellation::State::interrupt for one call. Declared after
+  // the call's lease, so it is destroyed first: the interrupt that names the
+  // driver is gone before the driver goes back to the pool.
+  class InterruptScope {
+  public:
+    explicit InterruptScope(Cancellation::State* state) : state_(state) {}
+    InterruptScope(const InterruptScope&) = delete;
+    InterruptScope& operator=(const InterruptScope&) = delete;
+    ~InterruptScope() {
+      if (state_ != nullptr) {
+        std::lock_guard lock(state_->mutex);
+        state_->interrupt = nullptr;
+      }
+    }
+    /// Installs `interrupt` unless the call is already cancelled; false then.
+    bool install(std::function<void()> interrupt) {
+      if (state_ == nullptr) return true;
+      std::lock_guard lock(state_->mutex);
+      if (state_->cancelled.load()) return false;
+      state_->interrupt = std::move(interrupt);
+      return true;
+    }
+    [[nodiscard]] bool cancelled() const noexcept { return state_ != nullptr && state_->cancelled.load(); }
+
+  private:
+    Cancellation::State* state_;
+  };
+
+  Config config;
+  Catalog catalog;
+  LogSink log;
+  std::vector<Database> databases;
+
+  const Database* find_database(std::string_view label) const {
+    if (label.empty()) return &databases.front();
+    for (const Database& db : databases) {
+      if (db.config.label == label) return &db;
+    }
+    return nullptr;
+  }
+
+  void write_log(const nlohmann::json& record) const {
+    std::string line = render::dump(record);
+    if (log) {
+      log(line);
+    } else {
+      write_to_stderr(line);
+    }
+  }
+
+  Execution execute(const Database& db, std::string_view sql, std::span<const Parameter> params, AccessMode mode,
+                    Cancellation* cancellation) const {
+    Cancellation::State* state = cancellation != nullptr ? cancellation->state_.get() : nullptr;
+    if (state != nullptr && state->cancelled.load()) {
+      return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
+    }
+    detail::ConnectionPool& pool = *db.pool;
+    detail::ConnectionPool::Lease lease;
+    InterruptScope scope(state);  // after `lease`: destroyed before it
+    if (!scope.install([&pool] { pool.wake(); })) {
+      return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
+    }
+    try {
+      lease = pool.acquire([&scope] { return scope.cancelled(); });
+    } catch (const std::exception& e) {
+      write_log({{"event", "driver_unavailable"}, {"database", db.config.label}, {"complaint", render::to_json(exception_text(e))}});
+      return {Unavailable{Untrusted(std::string_view("no driver could be made for this database"))}, {}};
+    }
+    if (!lease) {
+      return {Refusal{RefusalReason::cancelled, "The call was cancelled while it waited for a connection."}, {}};
+    }
+    Driver* driver = lease.get();
+    if (!scope.install([driver] { driver->cancel(); })) {
+      return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
+    }
+    auto start = std::chrono::steady_clock::now();
+    Outcome outcome;
+    try {
+      outcome = driver->execute(sql, params, db.config.limits, mode);
+    } catch (const std::exception& e) {
+      // A driver never throws for what a database or a caller can cause; this
+      // is a broken invariant, reported as such, its text kept for the log only.
+      write_log({{"event", "internal_error"}, {"database", db.config.label}, {"complaint", render::to_json(exception_text(e))}});
+      outcome = Refusal{RefusalReason::internal, "rawtool hit an internal error while running the statement."};
+    }
+    auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+    return {std::move(outcome), elapsed};
+  }
+
+  Reply certified_status(Status status, const Provenance& provenance, nlohmann::json query, std::string_view key,
+                         nlohmann::json value) const {
+    std::string reference = detail::new_log_reference();
+    nlohmann::json record = {{"event", "certified_failure"},
+                             {"reference", reference},
+                             {"query", std::move(query)},
+                             {"status", render::status_name(status)}};
+    if (!key.empty()) record[std::string(key)] = std::move(value);
+    write_log(record);
+    return to_reply(render::render_status(status, provenance, reference), true);
+  }
+};
+
+Tool::Tool(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tool::~Tool() = default;
+
+std::unique_ptr<Tool> Tool::open(Config config) { return open(std::move(config), ToolOptions{}); }
+
+std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
+  validate_config(config);
+  auto impl = std::make_unique<Impl>();
+  if (config.catalog) impl->catalog = load_catalog(*config.catalog);
+
+  for (std::size_t i = 0; i < impl->catalog.queries.size(); ++i) {
+    const CatalogQuery& q = impl->catalog.queries[i];
+    std::string entry = "catalog: queries[" + std::to_string(i) + "] (" + q.name + ")";
+    const DatabaseConfig* db = &config.databases.front();
+    if (!q.database.empty()) {
+      db = nullptr;
+      for (const DatabaseConfig& candidate : config.databases) {
+        if (candidate.label == q.database) db = &candidate;
+      }
+      if (db == nullptr) detail::fail(entry + ".database", "names no configured database");
+    }
+    if (q.access == AccessMode::read_write && db->access == AccessMode::read_only) {
+      detail::fail(entry + ".access", "is read_write, but database " + db->label + " is read_only");
+    }
+  }
+
+  DriverFactory factory = options.driver_factory ? std::move(options.driver_factory) : DriverFactory(default_driver);
+  for (const DatabaseConfig& db : config.databases) {
+    Database database;
+    database.config = db;
+    database.engine = engine_of(db);
+    database.pool = std::make_unique<detail::ConnectionPool>(db.pool_size, [factory, db] { return factory(db); });
+    impl->databases.push_back(std::move(database));
+  }
+  impl->log = std::move(options.log);
+  impl->config = std::move(config);
+  return std::unique_ptr<Tool>(new Tool(std::move(impl)));
+}
+
+bool Tool::raw_path_enabled() const noexcept { return impl_->config.raw_path; }
+const Config& Tool::config() const noexcept { return impl_->config; }
+const Catalog& Tool::catalog() const noexcept { return impl_->catalog; }
+
+Reply Tool::raw(std::string_view sql, const CallOptions& options) {
+  const Impl& m = *impl_;
+  Provenance provenance;
+  provenance.path = PathKind::raw;
+  const Database* db = m.find_database(options.database);
+  if (db != nullptr) {
+    provenance.engine = db->engine;
+    provenance.database_label = db->config.label;
+  }
+  if (!m.config.raw_path) {
+    return to_reply(render::render_refusal(
+                        Refusal{RefusalReason::not_permitted, "The raw path is switched off in this configuration."},
+                        provenance),
+                    true);
+  }
+  if (db == nullptr) {
+    return to_reply(render::render_refusal(
+                        Refusal{RefusalReason::not_permitted, "No configured database has the requested label."},
+                        provenance),
+                    true);
+  }
+  if (sql.size() > db->config.limits.max_statement_bytes) {
+    return to_reply(render::render_refusal(Refusal{RefusalReason::limit,
+                                                   fmt::format("The statement is {} bytes; the limit is {} bytes.",
+                                                               sql.size(), db->config.limits.max_statement_bytes)},
+                                           provenance),
+                    true);
+  }
+
+  Execution run = m.execute(*db, sql, {}, db->config.access, options.cancellation);
+  provenance.elapsed = run.elapsed;
+  const render::RenderOptions& render_options = m.config.render;
+
+  if (auto* rows = std::get_if<Rows>(&run.outcome)) {
+    return to_reply(render::render_rows(*rows, provenance, render_options), false);
+  }
+  if (auto* failure = std::get_if<Failure>(&run.outcome)) {
+    if (render_options.show_statement) failure->statement = Untrusted(sql);
+    return to_reply(render::render_failure(*failure, provenance, render_options), true);
+  }
+  if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
+    return to_reply(render::render_refusal(*refusal, provenance), true);
+  }
+  // Unavailable: the complaint names hosts and users and is not the reply to
+  // the caller's statement, so the caller gets a status and the log the words.
+  const auto& unavailable = std::get<Unavailable>(run.outcome);
+  std::string reference = detail::new_log_reference();
+  m.write_log({{"event", "raw_unavailable"},
+               {"reference", reference},
+               {"database", db->config.label},
+               {"complaint", render::to_json(unavailable.complaint)}});
+  return to_reply(render::render_status(Status::unavailable, provenance, reference), true);
+}
+
+Reply Tool::certified(std::string_view name, const nlohmann::json& params, const CallOptions& options) {
+  const Impl& m = *impl_;
+  Provenance provenance;
+  provenance.path = PathKind::certified;
+  provenance.catalog_hash = m.catalog.sha256;
+  provenance.engine = m.databases.front().engine;
+  provenance.database_label = m.databases.front().config.label;
+
+  const CatalogQuery* query = m.catalog.find(name);
+  if (query == nullptr) {
+    // The name is the caller's and matched nothing: it reaches the log only.
+    return m.certified_status(Status::not_found, provenance, render::to_json(Untrusted(name)), {}, nullptr);
+  }
+  provenance.certified_name = query->name;
+
+  const Database* db = nullptr;
+  if (!query->database.empty()) {
+    db = m.find_database(query->database);
+    if (!options.database.empty() && options.database != query->database) db = nullptr;
+  } else {
+    db = m.find_database(options.database);
+  }
+  if (db == nullptr) {
+    return m.certified_status(Status::invalid_arguments, provenance, query->name, "problem",
+                              "the call names a database this query does not run on");
+  }
+  provenance.engine = db->engine;
+  provenance.database_label = db->config.label;
+
+  BindResult bound = bind_arguments(*query, params);
+  if (auto* problem = std::get_if<ArgumentProblem>(&bound)) {
+    nlohmann::json detail = {{"problem", problem->problem}};
+    if (problem->unknown_key) detail["argument"] = render::to_json(*problem->unknown_key);
+    return m.certified_status(Status::invalid_arguments, provenance, query->name, "arguments", std::move(detail));
+  }
+  const auto& values = std::get<std::vector<Parameter>>(bound);
+
+  // A query's own access mode never exceeds its database's.
+  AccessMode mode = query->access.value_or(db->config.access);
+  if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
+
+  Execution run = m.execute(*db, query->sql, values, mode, options.cancellation);
+  provenance.elapsed = run.elapsed;
+
+  if (auto* rows = std::get_if<Rows>(&run.outcome)) {
+    return to_reply(render::render_rows(*rows, provenance, m.config.render), false);
+  }
+  bool cancelled = options.cancellation != nullptr && options.cancellation->cancelled();
+  if (auto* failure = std::get_if<Failure>(&run.outcome)) {
+    Status status = cancelled ? Status::refused : status_for_failure(*failure);
+    return m.certified_status(status, provenance, query->name, "failure", render::failure_log_record(*failure));
+  }
+  if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
+    nlohmann::json record = {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation}};
+    return m.certified_status(status_for_refusal(*refusal), provenance, query->name, "refusal", std::move(record));
+  }
+  const auto& unavailable = std::get<Unavailable>(run.outcome);
+  return m.certified_status(Status::unavailable, provenance, query->name, "complaint",
+                            render::to_json(unavailable.complaint));
+}
+
+Reply Tool::describe_catalog() const {
+  const Impl& m = *impl_;
+  const render::RenderOptions& options = m.config.render;
+  bool omitted = options.catalog_prose == render::CatalogProse::omitted;
+  std::string text;
+  nlohmann::json queries = nlohmann::json::array();
+
+  text += fmt::format("rawtool catalog: {} pinned {}; catalog sha256 {}; descriptions {}\n", m.catalog.queries.size(),
+                      m.catalog.queries.size() == 1 ? "query" : "queries",
+                      m.catalog.sha256.empty() ? std::string("none") : m.catalog.sha256,
+                      omitted ? "omitted" : "quoted as untrusted text");
+  for (const CatalogQuery& q : m.catalog.queries) {
+    const Database* db = m.find_database(q.database);
+    AccessMode mode = q.access.value_or(db->config.access);
+    if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
+    text += fmt::format("query {}: database {}, {}, {}, placeholders {}\n", q.name, db->config.label,
+                        engine_name(db->engine), access_mode_name(mode), placeholder_style(db->engine));
+    render::append_prose(text, fmt::format("description of query {}", q.name), q.description, options);
+
+    nlohmann::json parameters = nlohmann::json::array();
+    for (std::size_t i = 0; i < q.parameters.size(); ++i) {
+      const ParameterSpec& p = q.parameters[i];
+      nlohmann::json pj = {{"position", i + 1},
+                           {"name", p.name},
+                           {"type", parameter_type_name(p.type)},
+                           {"required", p.required}};
+      std::string line = fmt::format("parameter {} of {}: {}, {}, {}", i + 1, q.name, p.name,
+                                     parameter_type_name(p.type), p.required ? "required" : "optional");
+      if (p.minimum) {
+        line += fmt::format(", minimum {}", format_number(*p.minimum, p.type));
+        pj["minimum"] = *p.minimum;
+      }
+      if (p.maximum) {
+        line += fmt::format(", maximum {}", format_number(*p.maximum, p.type));
+        pj["maximum"] = *p.maximum;
+      }
+      if (p.max_length) {
+        line += fmt::format(", at most {} characters", *p.max_length);
+        pj["max_length"] = *p.max_length;
+      }
+      if (!p.allowed.empty()) {
+        line += ", one of:";
+        nlohmann::json allowed = nlohmann::json::array();
+        for (const Parameter& value : p.allowed) {
+          line += ' ';
+          if (const auto* i64 = std::get_if<std::int64_t>(&value)) {
+            line += fmt::format("{}", *i64);
+            allowed.push_back(*i64);
+          } else if (const auto* d = std::get_if<double>(&value)) {
+            line += fmt::format("{}", *d);
+            allowed.push_back(*d);
+          } else if (const auto* b = std::get_if<bool>(&value)) {
+            line += *b ? "true" : "false";
+            allowed.push_back(*b);
+          } else if (const auto* s = std::get_if<std::string>(&value)) {
+            // Catalog text: escaped by the renderer like a cell, in quotes.
+            Untrusted untrusted{std::string_view(*s)};
+            line += '"';
+            render::append_escaped(line, untrusted, render::EscapeContext::cell, options);
+            line += '"';
+            allowed.push_back(render::to_json(untrusted));
+          }
+        }
+        pj["enum"] = std::move(allowed);
+      }
+      text += line;
+      text += '\n';
+      if (p.description) {
+        render::append_prose(text, fmt::format("description of parameter {} of {}", p.name, q.name), *p.description,
+                             options);
+        pj["description"] = render::prose_json(*p.description, options);
+      }
+      parameters.push_back(std::move(pj));
+    }
+    queries.push_back({{"name", q.name},
+                       {"database", db->config.label},
+                       {"engine", engine_name(db->engine)},
+                       {"access", access_mode_name(mode)},
+                       {"placeholders", placeholder_style(db->engine)},
+                       {"description", render::prose_json(q.description, options)},
+                       {"parameters", std::move(parameters)}});
+  }
+  nlohmann::json structured = {{"kind", "catalog"},
+                               {"catalog_sha256", m.catalog.sha256},
+                               {"catalog_prose", omitted ? "omitted" : "quoted"},
+                               {"queries", std::move(queries)}};
+  return Reply{std::move(text), std::move(structured), false};
+}
+
+}  // namespace rawtool
