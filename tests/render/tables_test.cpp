@@ -1,0 +1,47 @@
+// The generated tables, pinned against facts of the Unicode Character
+// Database, errcodes.txt and sqlite3.h that the renderer's contract names.
+#include "detail/tables.hpp"
+
+#include <catch2/catch.hpp>
+
+using rawtool::render::detail::code_point_class;
+using rawtool::render::detail::CodePointClass;
+
+TEST_CASE("the escape set holds the categories and properties the contract names", "[render][tables]") {
+  const char32_t escape[] = {
+      0x00, 0x1F, 0x7F, 0x80, 0x85, 0x9B, 0x9F,  // Cc
+      0xAD, 0x200B, 0x200E, 0x202A, 0x202E, 0x2066, 0x2069, 0xFEFF, 0xE0001, 0xE0020, 0xE007F,  // Cf
+      0xE000, 0xF8FF, 0xF0000, 0x10FFFD,  // Co
+      0x0378, 0xFFFE, 0xFFFF, 0x10FFFF,   // Cn
+      0x2028, 0x2029,                     // Zl, Zp
+      0xA0, 0x2000, 0x200A, 0x3000,       // Zs other than U+0020
+      0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0xFE00, 0xFE0F, 0xE0100, 0xE01EF, 0x180B,  // Default_Ignorable
+  };
+  for (char32_t cp : escape) {
+    INFO("U+" << std::hex << static_cast<unsigned>(cp));
+    CHECK(code_point_class(cp) == CodePointClass::escape);
+  }
+  CHECK(code_point_class(0x110000) == CodePointClass::escape);
+}
+
+TEST_CASE("ordinary text and the plain space are not in the escape set", "[render][tables]") {
+  for (char32_t cp : {char32_t{0x20}, char32_t{0x41}, char32_t{0x7E}, char32_t{0xE9}, char32_t{0x0416}, char32_t{0x4E2D}, char32_t{0x1F600},
+                      char32_t{0x1F3F4}, char32_t{0xFF1E}, char32_t{0x05D0}, char32_t{0x0627}})
+    CHECK(code_point_class(cp) == CodePointClass::plain);
+}
+
+TEST_CASE("combining marks are classed apart", "[render][tables]") {
+  for (char32_t cp : {char32_t{0x0300}, char32_t{0x0301}, char32_t{0x20DD}, char32_t{0x0903}, char32_t{0x1AB0}})
+    CHECK(code_point_class(cp) == CodePointClass::combining);
+}
+
+TEST_CASE("SQLSTATE and SQLite code names come from the engines' own lists", "[render][tables]") {
+  CHECK(rawtool::render::detail::sqlstate_condition("22P02") == "invalid_text_representation");
+  CHECK(rawtool::render::detail::sqlstate_condition("23505") == "unique_violation");
+  CHECK(rawtool::render::detail::sqlstate_condition("P0001") == "raise_exception");
+  CHECK(rawtool::render::detail::sqlstate_condition("ZZ999").empty());
+  CHECK(rawtool::render::detail::sqlite_code_name(1) == "SQLITE_ERROR");
+  CHECK(rawtool::render::detail::sqlite_code_name(275) == "SQLITE_CONSTRAINT_CHECK");
+  CHECK(rawtool::render::detail::sqlite_code_name(2067) == "SQLITE_CONSTRAINT_UNIQUE");
+  CHECK(rawtool::render::detail::sqlite_code_name(0x7777).empty());
+}

@@ -1,0 +1,386 @@
+#include "oracle.hpp"
+
+// The Unicode escape set comes from the renderer's generated table (through
+// the private render/src/detail header), so the oracle and the renderer agree
+// on one set built from the Unicode Character Database; the table itself is
+// pinned by the render tests against code points the UCD classifies. The
+// UTF-8 decoding and the grammar parsing below are written independently of
+// render/, so that a bug there is not mirrored here.
+#include "detail/tables.hpp"
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+
+namespace rawtool::test {
+
+namespace {
+
+using render::detail::CodePointClass;
+using render::detail::code_point_class;
+
+// Strict UTF-8 (RFC 3629 table 3-7), by explicit byte ranges.
+std::size_t utf8_sequence(std::string_view s, std::size_t i, char32_t& cp) {
+  auto at = [&](std::size_t k) -> unsigned { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0x100u; };
+  auto in = [](unsigned b, unsigned lo, unsigned hi) { return b >= lo && b <= hi; };
+  const unsigned b0 = at(0);
+  if (b0 <= 0x7F) {
+    cp = b0;
+    return 1;
+  }
+  if (in(b0, 0xC2, 0xDF) && in(at(1), 0x80, 0xBF)) {
+    cp = ((b0 & 0x1F) << 6) | (at(1) & 0x3F);
+    return 2;
+  }
+  const bool three = (b0 == 0xE0 && in(at(1), 0xA0, 0xBF)) || (in(b0, 0xE1, 0xEC) && in(at(1), 0x80, 0xBF)) ||
+                     (b0 == 0xED && in(at(1), 0x80, 0x9F)) || (in(b0, 0xEE, 0xEF) && in(at(1), 0x80, 0xBF));
+  if (three && in(at(2), 0x80, 0xBF)) {
+    cp = ((b0 & 0x0F) << 12) | ((at(1) & 0x3F) << 6) | (at(2) & 0x3F);
+    return 3;
+  }
+  const bool four = (b0 == 0xF0 && in(at(1), 0x90, 0xBF)) || (in(b0, 0xF1, 0xF3) && in(at(1), 0x80, 0xBF)) || (b0 == 0xF4 && in(at(1), 0x80, 0x8F));
+  if (four && in(at(2), 0x80, 0xBF) && in(at(3), 0x80, 0xBF)) {
+    cp = ((b0 & 0x07) << 18) | ((at(1) & 0x3F) << 12) | ((at(2) & 0x3F) << 6) | (at(3) & 0x3F);
+    return 4;
+  }
+  return 0;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+int upper_hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool starts_with_combining_mark(std::string_view s) {
+  char32_t cp = 0;
+  return !s.empty() && utf8_sequence(s, 0, cp) != 0 && code_point_class(cp) == CodePointClass::combining;
+}
+
+bool is_lower_hex(std::string_view s) {
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+bool is_label(std::string_view line) {
+  if (line.size() < 2 || line.back() != ':' || line[0] < 'a' || line[0] > 'z') return false;
+  for (char c : line.substr(0, line.size() - 1))
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '_')) return false;
+  return true;
+}
+
+// "row 12: " -> the rest of the line; nullopt if `line` is not a row line.
+std::optional<std::string_view> row_body(std::string_view line) {
+  if (!line.starts_with("row ")) return std::nullopt;
+  std::size_t i = 4;
+  while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+  if (i == 4 || line.substr(i, 2) != ": ") return std::nullopt;
+  return line.substr(i + 2);
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto lf = text.find('\n', start);
+    if (lf == std::string_view::npos) {
+      lines.push_back(text.substr(start));
+      break;
+    }
+    lines.push_back(text.substr(start, lf - start));
+    start = lf + 1;
+  }
+  return lines;
+}
+
+// Reads one double-quoted cell at s[pos]; advances pos past the closing quote.
+std::string read_quoted(std::string_view s, std::size_t& pos) {
+  if (pos >= s.size() || s[pos] != '"') throw std::runtime_error("expected an opening double quote");
+  std::size_t j = pos + 1;
+  while (j < s.size() && s[j] != '"') j += s[j] == '\\' ? std::size_t{2} : std::size_t{1};
+  if (j >= s.size()) throw std::runtime_error("unterminated quoted cell");
+  const std::string_view body = s.substr(pos + 1, j - pos - 1);
+  if (starts_with_combining_mark(body)) throw std::runtime_error("a cell opens with a raw combining mark");
+  auto decoded = decode_escapes(body);
+  if (!decoded) throw std::runtime_error("a cell does not decode");
+  pos = j + 1;
+  return *decoded;
+}
+
+bool read_separator(std::string_view s, std::size_t& pos) {
+  if (pos == s.size()) return false;
+  if (s.substr(pos, 3) != " | ") throw std::runtime_error("expected \" | \" between cells");
+  pos += 3;
+  return true;
+}
+
+std::vector<std::optional<std::string>> parse_row(std::string_view body) {
+  std::vector<std::optional<std::string>> cells;
+  std::size_t pos = 0;
+  if (body.empty()) return cells;
+  do {
+    if (body.substr(pos, 4) == "NULL" && (pos + 4 == body.size() || body.substr(pos + 4, 3) == " | ")) {
+      cells.emplace_back(std::nullopt);
+      pos += 4;
+    } else {
+      cells.emplace_back(read_quoted(body, pos));
+    }
+  } while (read_separator(body, pos));
+  return cells;
+}
+
+std::vector<std::string> parse_columns(std::string_view body) {
+  std::vector<std::string> names;
+  if (body == "(none)") return names;
+  std::size_t pos = 0;
+  do {
+    names.push_back(read_quoted(body, pos));
+    if (body.substr(pos, 15) == " (type unknown)") {
+      pos += 15;
+    } else if (body.substr(pos, 7) == " (type ") {
+      pos += 7;
+      (void)read_quoted(body, pos);
+      if (pos >= body.size() || body[pos] != ')') throw std::runtime_error("expected ')' after a column type");
+      ++pos;
+    } else {
+      throw std::runtime_error("expected a column type");
+    }
+  } while (read_separator(body, pos));
+  return names;
+}
+
+// The nonce a marker line carries: "nonce " followed by 32 lower-case hex digits.
+std::optional<std::string> marker_nonce(std::string_view line) {
+  const auto at = line.find("nonce ");
+  if (at == std::string_view::npos || line.size() < at + 6 + 32) return std::nullopt;
+  const auto nonce = line.substr(at + 6, 32);
+  if (!is_lower_hex(nonce)) return std::nullopt;
+  return std::string(nonce);
+}
+
+std::size_t occurrences(std::string_view text, std::string_view needle) {
+  std::size_t count = 0;
+  for (auto at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
+}  // namespace
+
+std::optional<std::string> decode_escapes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '\\') {
+      if (i + 1 >= s.size()) return std::nullopt;
+      const char kind = s[i + 1];
+      switch (kind) {
+        case '\\': out.push_back('\\'); i += 2; continue;
+        case 't': out.push_back('\t'); i += 2; continue;
+        case 'r': out.push_back('\r'); i += 2; continue;
+        case 'n': out.push_back('\n'); i += 2; continue;
+        case '"': out.push_back('"'); i += 2; continue;
+        case 'x': {
+          if (i + 4 > s.size()) return std::nullopt;
+          const int hi = upper_hex(s[i + 2]);
+          const int lo = upper_hex(s[i + 3]);
+          if (hi < 0 || lo < 0) return std::nullopt;
+          out.push_back(static_cast<char>(hi * 16 + lo));
+          i += 4;
+          continue;
+        }
+        case 'u': {
+          if (i + 2 >= s.size() || s[i + 2] != '{') return std::nullopt;
+          std::size_t j = i + 3;
+          char32_t cp = 0;
+          while (j < s.size() && s[j] != '}') {
+            const int d = upper_hex(s[j]);
+            if (d < 0 || j - (i + 3) >= 6) return std::nullopt;
+            cp = cp * 16 + static_cast<char32_t>(d);
+            ++j;
+          }
+          const std::size_t digits = j - (i + 3);
+          if (j >= s.size() || digits < 4) return std::nullopt;
+          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return std::nullopt;
+          append_utf8(out, cp);
+          i = j + 1;
+          continue;
+        }
+        default: return std::nullopt;
+      }
+    }
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x80) {
+      if (b < 0x20 || b == 0x7F) return std::nullopt;
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    char32_t cp = 0;
+    const std::size_t len = utf8_sequence(s, i, cp);
+    if (len == 0 || code_point_class(cp) == CodePointClass::escape) return std::nullopt;
+    out.append(s.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::vector<std::string> text_surface_problems(std::string_view text) {
+  std::vector<std::string> problems;
+  if (!text.empty() && text.back() != '\n') problems.emplace_back("the text does not end with a line feed");
+
+  for (std::size_t i = 0, line = 1; i < text.size();) {
+    char32_t cp = 0;
+    const std::size_t len = utf8_sequence(text, i, cp);
+    if (len == 0) {
+      problems.push_back("line " + std::to_string(line) + ": invalid UTF-8");
+      ++i;
+      continue;
+    }
+    if (cp == '\n') {
+      ++line;
+    } else if (cp < 0x20 || cp == 0x7F || code_point_class(cp) == CodePointClass::escape) {
+      problems.push_back("line " + std::to_string(line) + ": raw code point U+" + std::to_string(static_cast<std::uint32_t>(cp)) + " of the escape set");
+    }
+    i += len;
+  }
+
+  std::map<std::string, std::size_t> marker_uses;
+  std::vector<std::string> open_markers;
+  const auto lines = split_lines(text);
+  for (std::size_t n = 0; n < lines.size(); ++n) {
+    const std::string_view line = lines[n];
+    const std::string where = "line " + std::to_string(n + 1) + ": ";
+    try {
+      if (line.starts_with("rawtool: ")) {
+        const bool begin = line.starts_with("rawtool: ---- begin ");
+        const bool end = line.starts_with("rawtool: ---- end ");
+        const bool trailer = line.starts_with("rawtool: end of rows, nonce ");
+        if (begin || end || trailer) {
+          const auto nonce = marker_nonce(line);
+          if (!nonce) {
+            problems.push_back(where + "a marker without a well-formed nonce");
+            continue;
+          }
+          ++marker_uses[*nonce];
+          if (begin) open_markers.push_back(*nonce);
+          if (end) {
+            if (open_markers.empty() || open_markers.back() != *nonce) problems.push_back(where + "a closing marker whose nonce does not match the opening one");
+            else open_markers.pop_back();
+          }
+        }
+      } else if (line.starts_with("> ")) {
+        const auto body = line.substr(2);
+        if (starts_with_combining_mark(body)) problems.push_back(where + "a quoted line opens with a raw combining mark");
+        if (!decode_escapes(body)) problems.push_back(where + "a quoted line does not decode");
+      } else if (line.starts_with("columns: ")) {
+        (void)parse_columns(line.substr(9));
+      } else if (auto body = row_body(line)) {
+        (void)parse_row(*body);
+      } else if (!is_label(line)) {
+        problems.push_back(where + "begins with bytes the renderer did not choose");
+      }
+    } catch (const std::exception& e) {
+      problems.push_back(where + e.what());
+    }
+  }
+  if (!open_markers.empty()) problems.emplace_back("an opening marker has no closing marker");
+  for (const auto& [nonce, uses] : marker_uses)
+    if (occurrences(text, nonce) != uses) problems.push_back("nonce " + nonce + " appears outside its markers");
+  return problems;
+}
+
+std::vector<std::pair<std::string, std::string>> quoted_fields(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  bool in_field = false;
+  bool first_line = true;
+  for (const auto line : split_lines(text)) {
+    if (is_label(line)) {
+      fields.emplace_back(std::string(line.substr(0, line.size() - 1)), std::string());
+      in_field = true;
+      first_line = true;
+    } else if (in_field && line.starts_with("> ")) {
+      auto decoded = decode_escapes(line.substr(2));
+      if (!decoded) throw std::runtime_error("a quoted line does not decode");
+      if (!first_line) fields.back().second.push_back('\n');
+      fields.back().second += *decoded;
+      first_line = false;
+    } else {
+      in_field = false;
+    }
+  }
+  return fields;
+}
+
+std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view text) {
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  for (const auto line : split_lines(text))
+    if (auto body = row_body(line)) rows.push_back(parse_row(*body));
+  return rows;
+}
+
+std::vector<std::string> column_names(std::string_view text) {
+  for (const auto line : split_lines(text))
+    if (line.starts_with("columns: ")) return parse_columns(line.substr(9));
+  throw std::runtime_error("no columns line");
+}
+
+std::optional<std::string> json_bytes(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_object() || value.size() != 3 || value.value("encoding", "") != "base64" || value.value("invalid_utf8", false) != true ||
+      !value.contains("base64") || !value["base64"].is_string())
+    return std::nullopt;
+  const auto& text = value["base64"].get_ref<const std::string&>();
+  if (text.size() % 4 != 0) return std::nullopt;
+  auto sextet = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    const int pad = last ? (text[i + 3] == '=' ? (text[i + 2] == '=' ? 2 : 1) : 0) : 0;
+    std::uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + static_cast<std::size_t>(k)];
+      int d = 0;
+      if (k >= 4 - pad) {
+        if (c != '=') return std::nullopt;
+      } else {
+        d = sextet(c);
+        if (d < 0) return std::nullopt;
+      }
+      v = (v << 6) | static_cast<std::uint32_t>(d);
+    }
+    out.push_back(static_cast<char>((v >> 16) & 0xFF));
+    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xFF));
+    if (pad < 1) out.push_back(static_cast<char>(v & 0xFF));
+  }
+  return out;
+}
+
+}  // namespace rawtool::test
