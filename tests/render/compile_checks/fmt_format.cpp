@@ -1,0 +1,6 @@
+#include "prelude.hpp"
+
+int main() {
+  const rawtool::Untrusted value = sample_untrusted();
+  std::cout << fmt::format("{}", value);
+}
