@@ -1,0 +1,312 @@
+// The subcommands through the real binary: exit statuses, help, errors on
+// stderr, and the replies of query, certified and catalog on SQLite.
+
+#include "fixture.hpp"
+#include "process.hpp"
+
+#include "oracle.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+using rawtool::test::prose_canary;
+using rawtool::test::run_rawtool;
+using rawtool::test::RunOptions;
+using rawtool::test::shop_canary;
+using rawtool::test::ShopFixture;
+
+const std::vector<std::string> subcommand_names = {"query",  "certified", "catalog",     "mcp",
+                                                   "render", "demo",      "check-config"};
+
+/// No database from the environment leaks into a test.
+RunOptions clean_env() {
+  RunOptions options;
+  for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
+                           "PGSERVICE", "NO_COLOR"}) {
+    options.env.emplace_back(name, std::nullopt);
+  }
+  return options;
+}
+
+bool mentions(const std::string& text, std::string_view word) {
+  return text.find(word) != std::string::npos;
+}
+
+/// True when every line holding `word` begins with the renderer's quote prefix.
+bool only_quoted(const std::string& text, std::string_view word) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    if (line.find(word) != std::string_view::npos && !line.starts_with("> ")) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("rawtool --help lists every command and the exit statuses; --version names the version", "[cli]") {
+  const auto help = run_rawtool({"--help"});
+  CHECK(help.exit_status == 0);
+  for (const auto& name : subcommand_names) CHECK_THAT(help.out, Catch::Contains("  " + name + " "));
+  CHECK_THAT(help.out, Catch::Contains("0  success"));
+  CHECK_THAT(help.out, Catch::Contains("2  usage error"));
+  const auto version = run_rawtool({"--version"});
+  CHECK(version.exit_status == 0);
+  CHECK(std::regex_match(version.out, std::regex("rawtool [0-9]+\\.[0-9]+\\.[0-9]+\n")));
+}
+
+TEST_CASE("every subcommand answers --help with its usage and exit statuses, exit status 0", "[cli]") {
+  for (const auto& name : subcommand_names) {
+    DYNAMIC_SECTION(name) {
+      const auto result = run_rawtool({name, "--help"});
+      CHECK(result.exit_status == 0);
+      CHECK_THAT(result.out, Catch::StartsWith("Usage: rawtool " + name));
+      CHECK_THAT(result.out, Catch::Contains("Exit status"));
+      CHECK(result.err.empty());
+    }
+  }
+}
+
+TEST_CASE("a usage error exits 2 with one line of rawtool's own words on stderr", "[cli]") {
+  const std::vector<std::vector<std::string>> lines = {
+      {},
+      {"frobnicate"},
+      {"query"},
+      {"query", "--bogus", "SELECT 1"},
+      {"query", "--config"},
+      {"query", "SELECT 1", "SELECT 2"},
+      {"certified"},
+      {"certified", "--json", "--json", "q"},
+      {"catalog", "extra"},
+      {"check-config"},
+      {"mcp", "--json"},
+      {"render", "positional"},
+      {"render", "--budget", "lots"},
+      {"render", "--label", "bad label"},
+      {"demo", "--verbose"},
+  };
+  for (const auto& args : lines) {
+    std::string shown = "rawtool";
+    for (const auto& a : args) shown += " " + a;
+    DYNAMIC_SECTION(shown) {
+      const auto result = run_rawtool(args, clean_env());
+      CHECK(result.exit_status == 2);
+      CHECK(result.out.empty());
+      CHECK_THAT(result.err, Catch::StartsWith("rawtool: "));
+      CHECK(result.err.find('\n') == result.err.size() - 1);
+    }
+  }
+}
+
+TEST_CASE("a key=value argument to certified that is not one exits 2 before anything runs", "[cli]") {
+  ShopFixture shop;
+  const auto config = shop.config("config.json").string();
+  for (const char* bad : {"product_id", "=1"}) {
+    const auto result = run_rawtool({"certified", "--config", config, "product_reviews", bad}, clean_env());
+    CHECK(result.exit_status == 2);
+    CHECK_THAT(result.err, Catch::Contains("key=value"));
+  }
+  const auto twice =
+      run_rawtool({"certified", "--config", config, "product_reviews", "product_id=1", "product_id=2"}, clean_env());
+  CHECK(twice.exit_status == 2);
+  CHECK_THAT(twice.err, Catch::Contains("given twice"));
+}
+
+TEST_CASE("a configuration error exits 2 and names the field, for every subcommand that reads one", "[cli]") {
+  ShopFixture shop;
+  rawtool::test::write_file(shop.folder() / "bad.json",
+                            R"({"databases": [{"label": "shop", "path": "shop.db", "limits": {"max_rows": 0}}]})");
+  const std::string bad = (shop.folder() / "bad.json").string();
+  const std::vector<std::vector<std::string>> lines = {
+      {"query", "--config", bad, "SELECT 1"},
+      {"certified", "--config", bad, "product_reviews", "product_id=1"},
+      {"catalog", "--config", bad},
+      {"check-config", "--config", bad},
+      {"mcp", "--config", bad},
+  };
+  for (const auto& args : lines) {
+    DYNAMIC_SECTION(args.front()) {
+      const auto result = run_rawtool(args, clean_env());
+      CHECK(result.exit_status == 2);
+      CHECK(result.out.empty());
+      CHECK_THAT(result.err, Catch::Contains("databases[0].limits.max_rows"));
+    }
+  }
+  const auto missing = run_rawtool({"check-config", "--config", (shop.folder() / "absent.json").string()}, clean_env());
+  CHECK(missing.exit_status == 2);
+  CHECK_THAT(missing.err, Catch::Contains("configuration error"));
+}
+
+TEST_CASE("without --config, --db or a database in the environment, query exits 2", "[cli]") {
+  const auto result = run_rawtool({"query", "SELECT 1"}, clean_env());
+  CHECK(result.exit_status == 2);
+  CHECK_THAT(result.err, Catch::Contains("configuration error"));
+}
+
+TEST_CASE("check-config accepts a servable configuration with exit status 0 and summarises it", "[cli]") {
+  ShopFixture shop;
+  const auto result = run_rawtool({"check-config", "--config", shop.config("config.json").string()}, clean_env());
+  CHECK(result.exit_status == 0);
+  CHECK_THAT(result.out, Catch::Contains("configuration OK"));
+  CHECK_THAT(result.out, Catch::Contains("shop read_only"));
+  CHECK(!mentions(result.out, "shop.db"));
+}
+
+TEST_CASE("query prints rows with exit status 0, on the text and the structured surface", "[cli][sqlite]") {
+  ShopFixture shop;
+  const std::string db = shop.database().string();
+  const auto text = run_rawtool({"query", "--db", db, "SELECT id, author, body FROM reviews ORDER BY id"}, clean_env());
+  REQUIRE(text.exit_status == 0);
+  CHECK(rawtool::test::text_surface_problems(text.out).empty());
+  const auto cells = rawtool::test::row_cells(text.out);
+  REQUIRE(cells.size() == 3);
+  CHECK(cells[0][2] == std::optional<std::string>("Bright.\x1b[2K"));
+  CHECK(cells[2][2] == std::nullopt);
+  CHECK(text.out.find('\x1b') == std::string::npos);
+
+  const auto structured =
+      run_rawtool({"query", "--db", db, "--json", "SELECT id, author, body FROM reviews ORDER BY id"}, clean_env());
+  REQUIRE(structured.exit_status == 0);
+  const json reply = json::parse(structured.out);
+  CHECK(reply.dump().find("Bright.\\u001b[2K") != std::string::npos);
+}
+
+TEST_CASE("query shows a database failure as untrusted content with exit status 1", "[cli][sqlite]") {
+  ShopFixture shop;
+  const auto result = run_rawtool(
+      {"query", "--db", shop.database().string(),
+       "SELECT json_extract(p.specs, r.spec_path) FROM reviews r JOIN products p ON p.id = r.product_id"},
+      clean_env());
+  CHECK(result.exit_status == 1);
+  CHECK(rawtool::test::text_surface_problems(result.out).empty());
+  CHECK(mentions(result.out, shop_canary));
+  CHECK(only_quoted(result.out, shop_canary));
+  CHECK(only_quoted(result.out, "rawtool: certified"));
+}
+
+TEST_CASE("query refuses a write on a read-only database with exit status 1", "[cli][sqlite]") {
+  ShopFixture shop;
+  const auto result = run_rawtool({"query", "--db", shop.database().string(), "DELETE FROM reviews"}, clean_env());
+  CHECK(result.exit_status == 1);
+  const auto count =
+      run_rawtool({"query", "--db", shop.database().string(), "--json", "SELECT count(*) AS n FROM reviews"},
+                  clean_env());
+  REQUIRE(count.exit_status == 0);
+  CHECK(json::parse(count.out).dump().find("\"3\"") != std::string::npos);
+}
+
+TEST_CASE("a SQL argument that begins with a dash runs after --", "[cli][sqlite]") {
+  ShopFixture shop;
+  const auto result =
+      run_rawtool({"query", "--db", shop.database().string(), "--", "-- a comment\nSELECT 1 AS one"}, clean_env());
+  CHECK(result.exit_status == 0);
+  CHECK(rawtool::test::column_names(result.out) == std::vector<std::string>{"one"});
+}
+
+TEST_CASE("certified prints rows with exit status 0, and a failure as a status only with exit status 1",
+          "[cli][sqlite]") {
+  ShopFixture shop;
+  const std::string config = shop.config("config.json").string();
+  const auto rows = run_rawtool({"certified", "--config", config, "product_reviews", "product_id=1"}, clean_env());
+  CHECK(rows.exit_status == 0);
+  CHECK(rawtool::test::row_cells(rows.out).size() == 2);
+
+  for (bool as_json : {false, true}) {
+    std::vector<std::string> args = {"certified", "--config", config, "product_reviews", "product_id=2"};
+    if (as_json) args.insert(args.begin() + 1, "--json");
+    const auto failed = run_rawtool(args, clean_env());
+    CHECK(failed.exit_status == 1);
+    // Not one byte of the planted text reaches the caller's reply...
+    CHECK(!mentions(failed.out, shop_canary));
+    CHECK(!mentions(failed.out, "SYSTEM"));
+    // ...while the server log on stderr has it under the same reference.
+    CHECK(mentions(failed.err, shop_canary));
+    const json log = json::parse(failed.err.substr(0, failed.err.find('\n')));
+    const std::string reference = log.at("reference").get<std::string>();
+    CHECK(!reference.empty());
+    CHECK(mentions(failed.out, reference));
+    CHECK(mentions(failed.out, "execution_failed"));
+  }
+}
+
+TEST_CASE("certified refuses arguments that do not fit the query with exit status 1", "[cli][sqlite]") {
+  ShopFixture shop;
+  const auto result = run_rawtool(
+      {"certified", "--config", shop.config("config.json").string(), "product_reviews", "product_id=zero"},
+      clean_env());
+  CHECK(result.exit_status == 1);
+  CHECK(mentions(result.out, "invalid_arguments"));
+}
+
+TEST_CASE("catalog_prose set in a configuration file governs both halves of catalog and certified replies",
+          "[cli][sqlite]") {
+  ShopFixture shop;
+  const std::string quoted = shop.config("quoted.json", R"("catalog_prose": "quoted")").string();
+  const std::string omitted = shop.config("omitted.json", R"("catalog_prose": "omitted")").string();
+
+  const auto quoted_text = run_rawtool({"catalog", "--config", quoted}, clean_env());
+  REQUIRE(quoted_text.exit_status == 0);
+  CHECK(mentions(quoted_text.out, prose_canary));
+  CHECK(only_quoted(quoted_text.out, prose_canary));
+  CHECK(rawtool::test::text_surface_problems(quoted_text.out).empty());
+  const auto quoted_json = run_rawtool({"catalog", "--json", "--config", quoted}, clean_env());
+  REQUIRE(quoted_json.exit_status == 0);
+  CHECK(mentions(json::parse(quoted_json.out).dump(), prose_canary));
+
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"catalog", "--config", omitted},
+           {"catalog", "--json", "--config", omitted},
+           {"certified", "--config", omitted, "product_reviews", "product_id=1"},
+           {"certified", "--json", "--config", omitted, "product_reviews", "product_id=1"},
+           {"certified", "--config", omitted, "product_reviews", "product_id=2"},
+           {"certified", "--json", "--config", omitted, "product_reviews", "product_id=2"},
+       }) {
+    const auto result = run_rawtool(args, clean_env());
+    CHECK(result.exit_status != 2);
+    CHECK(!mentions(result.out, prose_canary));
+  }
+  const auto omitted_text = run_rawtool({"catalog", "--config", omitted}, clean_env());
+  CHECK(mentions(omitted_text.out, "omitted"));
+  const auto omitted_json = run_rawtool({"catalog", "--json", "--config", omitted}, clean_env());
+  CHECK(mentions(omitted_json.out, "product_reviews"));
+}
+
+TEST_CASE("the quoted catalog prose in certified replies stays inside quotes", "[cli][sqlite]") {
+  ShopFixture shop;
+  const std::string quoted = shop.config("quoted.json", R"("catalog_prose": "quoted")").string();
+  const auto result = run_rawtool({"certified", "--config", quoted, "product_reviews", "product_id=1"}, clean_env());
+  CHECK(result.exit_status == 0);
+  CHECK(only_quoted(result.out, prose_canary));
+}
+
+TEST_CASE("no colour when stdout is a pipe; colour only on a terminal without NO_COLOR", "[cli][sqlite]") {
+  ShopFixture shop;
+  const std::vector<std::string> args = {"query", "--db", shop.database().string(),
+                                         "SELECT body FROM reviews WHERE id = 1"};
+  const auto piped = run_rawtool(args, clean_env());
+  REQUIRE(piped.exit_status == 0);
+  CHECK(piped.out.find('\x1b') == std::string::npos);
+
+  RunOptions terminal = clean_env();
+  terminal.stdout_is_terminal = true;
+  const auto coloured = run_rawtool(args, terminal);
+  REQUIRE(coloured.exit_status == 0);
+  CHECK(mentions(coloured.out, "\x1b[1;36mrawtool:\x1b[0m"));
+  // The cell's own escape sequence is still shown escaped, never sent raw.
+  CHECK(!mentions(coloured.out, "Bright.\x1b"));
+
+  terminal.env.emplace_back("NO_COLOR", "1");
+  const auto plain = run_rawtool(args, terminal);
+  REQUIRE(plain.exit_status == 0);
+  CHECK(plain.out.find('\x1b') == std::string::npos);
+}
