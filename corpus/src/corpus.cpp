@@ -242,6 +242,7 @@ public:
       if (!decoded) fail("\"base64\" is not canonical, padded base64");
       if (is_valid_utf8(*decoded)) fail("\"base64\" holds valid UTF-8: write it as \"text\"");
       c.bytes = std::move(*decoded);
+      c.valid_utf8 = false;
     }
     if (entry.contains("repeat")) {
       const json& repeat = entry.at("repeat");

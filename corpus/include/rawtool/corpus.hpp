@@ -75,6 +75,8 @@ struct Case {
   std::string case_class;  ///< one of the collection's classes
   /// The decoded bytes ("text" or "base64", repeated "repeat" times). Empty for a NULL cell.
   std::string bytes;
+  /// False when the bytes came from "base64": the loader checks those are not valid UTF-8.
+  bool valid_utf8 = true;
   Expect expect = Expect::shown;
   std::optional<RefusalReason> reason;  ///< set exactly when expect is refused
   /// A distinctive part of `bytes` that a refusal must not contain (refused cases only).
