@@ -1,0 +1,371 @@
+// The server loop over a scripted backend: concurrency, cancellation, end of
+// input and transport limits, deterministic and without a database.
+
+#include "mcp/server.hpp"
+#include "mcp/tools.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+namespace {
+
+using nlohmann::json;
+using namespace rawtool::mcp::detail;
+using namespace std::chrono_literals;
+
+// A backend whose calls block until the test releases them or they are
+// cancelled. raw_sql "throw" throws; raw_sql "big" returns a large reply.
+class ScriptedBackend final : public Backend {
+public:
+  class Control final : public CallControl {
+  public:
+    explicit Control(ScriptedBackend& owner) : owner_(owner) {}
+    void cancel() noexcept override {
+      std::lock_guard lock(owner_.mutex_);
+      cancelled_ = true;
+      ++owner_.cancels_;
+      owner_.changed_.notify_all();
+    }
+    bool cancelled_ = false;  // guarded by owner_.mutex_
+
+  private:
+    ScriptedBackend& owner_;
+  };
+
+  std::unique_ptr<CallControl> make_control() override { return std::make_unique<Control>(*this); }
+
+  CallReply run(const ToolCall& call, CallControl& control) override {
+    auto& mine = static_cast<Control&>(control);
+    const std::string sql = std::holds_alternative<RawSqlCall>(call) ? std::get<RawSqlCall>(call).sql : "";
+    if (sql == "throw") throw std::runtime_error("driver text that must not be shown");
+    if (sql == "big") return CallReply{std::string(4096, 'x'), json{{"kind", "raw_rows"}}, false};
+    std::unique_lock lock(mutex_);
+    ++running_;
+    ++started_;
+    peak_ = std::max(peak_, running_);
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_ || mine.cancelled_; });
+    --running_;
+    changed_.notify_all();
+    if (mine.cancelled_) return CallReply{"cancelled", json{{"kind", "refusal"}}, true};
+    return CallReply{"ran " + sql, json{{"kind", "raw_rows"}}, false};
+  }
+
+  CallReply too_large(const ToolCall&, std::size_t bytes) override {
+    return CallReply{"too large: " + std::to_string(bytes), json{{"kind", "refusal"}, {"reason", "limit"}}, true};
+  }
+
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+  // Waits until `count` calls run at once; false on timeout.
+  bool wait_running(int count, std::chrono::milliseconds timeout = 5s) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return running_ == count; });
+  }
+
+  int started() {
+    std::lock_guard lock(mutex_);
+    return started_;
+  }
+  int peak() {
+    std::lock_guard lock(mutex_);
+    return peak_;
+  }
+  int cancels() {
+    std::lock_guard lock(mutex_);
+    return cancels_;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool released_ = false;
+  int running_ = 0;
+  int started_ = 0;
+  int peak_ = 0;
+  int cancels_ = 0;
+};
+
+// run_server on a thread, with pipes for its input and output.
+class Harness {
+public:
+  explicit Harness(ServerLimits limits = {}) {
+    std::array<int, 2> in{};
+    std::array<int, 2> out{};
+    REQUIRE(::pipe2(in.data(), O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(out.data(), O_CLOEXEC) == 0);
+    write_fd_ = in[1];
+    read_fd_ = out[0];
+    ToolSettings settings;
+    description_.version = "test";
+    description_.tools = describe_tools(settings);
+    description_.instructions = server_instructions(settings);
+    server_ = std::thread([this, limits, server_in = in[0], server_out = out[1]] {
+      status_ = run_server(backend, description_, server_in, server_out, limits);
+      ::close(server_in);
+      ::close(server_out);
+      done_ = true;
+    });
+    send(R"({"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+    REQUIRE(read(5s).has_value());
+  }
+
+  ~Harness() {
+    backend.release();
+    close_input();
+    if (server_.joinable()) server_.join();
+    ::close(read_fd_);
+  }
+
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  void send(std::string line) {
+    line.push_back('\n');
+    std::string_view rest = line;
+    while (!rest.empty()) {
+      const ssize_t wrote = ::write(write_fd_, rest.data(), rest.size());
+      REQUIRE(wrote > 0);
+      rest.remove_prefix(static_cast<std::size_t>(wrote));
+    }
+  }
+
+  void call(const json& id, const std::string& sql) {
+    send(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", sql}}}}}}
+             .dump());
+  }
+
+  void cancel(const json& id) {
+    send(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", id}}}}.dump());
+  }
+
+  std::optional<json> read(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
+        json message = json::parse(buffer_.substr(0, newline));
+        buffer_.erase(0, newline + 1);
+        return message;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd fd{read_fd_, POLLIN, 0};
+      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
+      std::array<char, 65536> chunk{};
+      const ssize_t got = ::read(read_fd_, chunk.data(), chunk.size());
+      if (got <= 0) return std::nullopt;
+      buffer_.append(chunk.data(), static_cast<std::size_t>(got));
+    }
+  }
+
+  void close_input() {
+    if (write_fd_ >= 0) ::close(write_fd_);
+    write_fd_ = -1;
+  }
+
+  bool wait_done(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done_) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(5ms);
+    }
+    server_.join();
+    return true;
+  }
+
+  ScriptedBackend backend;
+
+private:
+  ServerDescription description_;
+  std::thread server_;
+  int write_fd_ = -1;
+  int read_fd_ = -1;
+  std::string buffer_;
+  std::atomic<bool> done_{false};
+  std::atomic<int> status_{-1};
+};
+
+ServerLimits limits_with(std::size_t concurrent) {
+  ServerLimits limits;
+  limits.max_concurrent_calls = concurrent;
+  limits.end_of_input_grace = 300ms;
+  return limits;
+}
+
+}  // namespace
+
+TEST_CASE("tool calls run concurrently up to the limit and no further", "[mcp][server]") {
+  Harness harness(limits_with(2));
+  for (int id = 1; id <= 5; ++id) harness.call(id, "q" + std::to_string(id));
+  REQUIRE(harness.backend.wait_running(2));
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(harness.backend.started() == 2);
+  harness.backend.release();
+  std::vector<json> ids;
+  for (int i = 0; i < 5; ++i) {
+    const auto message = harness.read(5s);
+    REQUIRE(message.has_value());
+    REQUIRE((*message)["result"]["isError"] == false);
+    ids.push_back((*message)["id"]);
+  }
+  REQUIRE(harness.backend.peak() == 2);
+  REQUIRE(harness.backend.started() == 5);
+}
+
+TEST_CASE("ping is answered while every worker is busy", "[mcp][server]") {
+  Harness harness(limits_with(1));
+  harness.call(1, "slow");
+  harness.call(2, "queued");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  const auto pong = harness.read(2s);
+  REQUIRE(pong.has_value());
+  REQUIRE((*pong)["id"] == "p");
+  REQUIRE((*pong)["result"] == json::object());
+}
+
+TEST_CASE("a cancelled running call is stopped and gets no response", "[mcp][server]") {
+  Harness harness(limits_with(2));
+  harness.call("c", "slow");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.cancel("c");
+  REQUIRE(harness.backend.wait_running(0));
+  REQUIRE(harness.backend.cancels() == 1);
+  harness.send(R"({"jsonrpc":"2.0","id":"after","method":"ping"})");
+  const auto next = harness.read(2s);
+  REQUIRE(next.has_value());
+  REQUIRE((*next)["id"] == "after");  // nothing for "c" came first
+  REQUIRE_FALSE(harness.read(300ms).has_value());
+}
+
+TEST_CASE("a cancelled queued call never runs and gets no response", "[mcp][server]") {
+  Harness harness(limits_with(1));
+  harness.call(1, "first");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.call(2, "second");
+  harness.cancel(2);
+  harness.send(R"({"jsonrpc":"2.0","id":"sync","method":"ping"})");
+  REQUIRE((*harness.read(2s))["id"] == "sync");
+  harness.backend.release();
+  const auto answer = harness.read(2s);
+  REQUIRE(answer.has_value());
+  REQUIRE((*answer)["id"] == 1);
+  REQUIRE_FALSE(harness.read(300ms).has_value());
+  REQUIRE(harness.backend.started() == 1);
+}
+
+TEST_CASE("cancelling an unknown or finished request changes nothing", "[mcp][server]") {
+  Harness harness(limits_with(1));
+  harness.backend.release();
+  harness.call(1, "quick");
+  REQUIRE((*harness.read(2s))["id"] == 1);
+  harness.cancel(1);
+  harness.cancel("never-sent");
+  harness.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  REQUIRE((*harness.read(2s))["id"] == 2);
+  REQUIRE(harness.backend.cancels() == 0);
+}
+
+TEST_CASE("an id still in progress cannot be reused", "[mcp][server]") {
+  Harness harness(limits_with(2));
+  harness.call(9, "slow");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.call(9, "again");
+  const auto refused = harness.read(2s);
+  REQUIRE(refused.has_value());
+  REQUIRE((*refused)["id"] == 9);
+  REQUIRE((*refused)["error"]["code"] == static_cast<int>(ErrorCode::invalid_request));
+  REQUIRE(harness.backend.started() == 1);
+}
+
+TEST_CASE("end of input lets accepted calls finish within the grace, and they are answered", "[mcp][server]") {
+  ServerLimits limits = limits_with(2);
+  limits.end_of_input_grace = 5s;
+  Harness harness(limits);
+  harness.call(1, "slow");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.close_input();
+  std::this_thread::sleep_for(100ms);
+  harness.backend.release();
+  const auto answer = harness.read(3s);
+  REQUIRE(answer.has_value());
+  REQUIRE((*answer)["id"] == 1);
+  REQUIRE(harness.wait_done(3s));
+}
+
+TEST_CASE("end of input cancels a call that outlives the grace and returns promptly", "[mcp][server]") {
+  Harness harness(limits_with(2));  // 300 ms grace
+  harness.call(1, "never finishes on its own");
+  REQUIRE(harness.backend.wait_running(1));
+  const auto closed = std::chrono::steady_clock::now();
+  harness.close_input();
+  REQUIRE(harness.wait_done(3s));
+  REQUIRE(std::chrono::steady_clock::now() - closed < 2s);
+  REQUIRE(harness.backend.cancels() == 1);
+  REQUIRE_FALSE(harness.read(100ms).has_value());
+}
+
+TEST_CASE("a line over the limit is answered without an id and the next line is served", "[mcp][server]") {
+  ServerLimits limits = limits_with(1);
+  limits.max_line_bytes = 1024;
+  Harness harness(limits);
+  harness.send(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":")" + std::string(200000, 'a') + "\"}}");
+  const auto refused = harness.read(2s);
+  REQUIRE(refused.has_value());
+  REQUIRE_FALSE(refused->contains("id"));
+  REQUIRE((*refused)["error"]["code"] == static_cast<int>(ErrorCode::invalid_request));
+  harness.send(R"({"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":")" + std::string(900, 'a') + "\"}}");
+  REQUIRE((*harness.read(2s))["id"] == 2);
+}
+
+TEST_CASE("a reply over the transport limit is replaced by the backend's refusal", "[mcp][server]") {
+  ServerLimits limits = limits_with(1);
+  limits.max_reply_bytes = 1000;
+  Harness harness(limits);
+  harness.call(1, "big");
+  const auto answer = harness.read(2s);
+  REQUIRE(answer.has_value());
+  REQUIRE((*answer)["result"]["isError"] == true);
+  REQUIRE((*answer)["result"]["structuredContent"]["reason"] == "limit");
+  REQUIRE((*answer)["result"]["content"][0]["text"].get<std::string>().rfind("too large: ", 0) == 0);
+}
+
+TEST_CASE("a backend that throws gives an internal error without its text, and serving goes on", "[mcp][server]") {
+  Harness harness(limits_with(1));
+  harness.call(1, "throw");
+  const auto answer = harness.read(2s);
+  REQUIRE(answer.has_value());
+  REQUIRE((*answer)["error"]["code"] == static_cast<int>(ErrorCode::internal_error));
+  REQUIRE(answer->dump().find("driver text") == std::string::npos);
+  harness.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  REQUIRE((*harness.read(2s))["id"] == 2);
+}
+
+TEST_CASE("CRLF line ends and blank lines are accepted", "[mcp][server]") {
+  Harness harness(limits_with(1));
+  harness.send("");
+  harness.send("   ");
+  harness.send("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\r");
+  const auto pong = harness.read(2s);
+  REQUIRE(pong.has_value());
+  REQUIRE((*pong)["id"] == 3);
+}
