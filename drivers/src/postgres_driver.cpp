@@ -1,0 +1,617 @@
+// The PostgreSQL driver.
+//
+// libpqxx manages the connection (a connection policy of ours opens it with
+// PQconnectdbParams so a connect timeout and a fallback application name can
+// be added to any URL or key=value string, and hands us the PGconn*). The
+// execute path is libpq, directly: libpqxx 6 has no pipeline mode, no
+// single-row mode, no notice receiver with structured fields and no
+// PQresultErrorField per field, and each of those is what this driver exists
+// to get right.
+//
+// One call is one pipeline, sent at once and read in order, so the safety
+// wrapping costs no extra round trips:
+//
+//   read-only:  BEGIN READ ONLY · set_config(timeouts, local) · <statement> · Sync
+//               ROLLBACK · Sync
+//               DISCARD ALL · Sync
+//   read-write: set_config(timeouts, session) · Sync
+//               <statement> · Sync            (commits on its own)
+//               DISCARD ALL · Sync
+//
+// The statement goes through the extended protocol, so it is exactly one
+// statement: the server refuses a second. A failed statement aborts only its
+// own segment; ROLLBACK and DISCARD ALL (which resets settings, closes
+// cursors, deallocates prepared statements, unlistens and releases session
+// advisory locks) still run. If anything is left over all the same (an open
+// transaction, a failed cleanup), it is cleaned up synchronously, and a
+// connection that cannot be cleaned is dropped.
+#include "detail/row_budget.hpp"
+
+#include <rawtool/driver.hpp>
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+#include <pqxx/connection_base>
+#include <pqxx/connectionpolicy>
+#include <pqxx/except>
+
+#include <poll.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace rawtool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr Oid bytea_oid = 17;
+constexpr Oid int8_oid = 20;
+constexpr Oid bool_oid = 16;
+constexpr Oid float8_oid = 701;
+
+/// How long past statement_timeout the client waits before it cancels on its
+/// own, and again before it gives the connection up.
+constexpr milliseconds client_grace{2000};
+
+Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
+
+Untrusted text_of(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
+
+Untrusted error_field(const PGresult* result, int field) { return text_of(PQresultErrorField(result, field)); }
+
+std::optional<std::int64_t> position_field(const PGresult* result, int field) {
+  const char* text = PQresultErrorField(result, field);
+  if (text == nullptr) return std::nullopt;
+  std::int64_t value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, value);
+  if (ec != std::errc{} || ptr != end) return std::nullopt;
+  return value;
+}
+
+bool sqlstate_is(const PGresult* result, std::string_view code) {
+  const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+  return state != nullptr && code == state;
+}
+
+struct ResultDeleter {
+  void operator()(PGresult* result) const noexcept { PQclear(result); }
+};
+using Result = std::unique_ptr<PGresult, ResultDeleter>;
+
+/// Opens connections for libpqxx with PQconnectdbParams: the caller's URL or
+/// key=value string is expanded as dbname, with a connect timeout and an
+/// application name the caller's own values override.
+class ConnectPolicy final : public pqxx::connectionpolicy {
+public:
+  explicit ConnectPolicy(const std::string& conninfo) : pqxx::connectionpolicy(conninfo) {}
+
+  handle do_startconnect(handle orig) override {
+    if (orig != nullptr) return orig;
+    const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
+    const char* const values[] = {"10", "rawtool", options().c_str(), nullptr};
+    handle connection = PQconnectdbParams(keywords, values, 1);
+    if (connection == nullptr) throw pqxx::broken_connection{"out of memory while connecting"};
+    if (PQstatus(connection) != CONNECTION_OK) {
+      std::string complaint = PQerrorMessage(connection);
+      PQfinish(connection);
+      throw pqxx::broken_connection{complaint};
+    }
+    connected_ = connection;
+    return connection;
+  }
+
+  handle do_disconnect(handle orig) noexcept override {
+    connected_ = nullptr;
+    return pqxx::connectionpolicy::do_disconnect(orig);
+  }
+
+  /// The open connection, or null.
+  [[nodiscard]] handle connected() const noexcept { return connected_; }
+
+private:
+  handle connected_ = nullptr;
+};
+
+/// A libpqxx connection that exposes its PGconn*. Constructing it connects
+/// (throwing pqxx::broken_connection with the server's complaint).
+class Session final : public pqxx::connection_base {
+public:
+  explicit Session(const std::string& conninfo) : pqxx::connection_base(policy_), policy_(conninfo) {
+    init();
+  }
+
+  /// The libpq connection; owned by this session.
+  [[nodiscard]] PGconn* handle() const noexcept { return policy_.connected(); }
+
+  ~Session() { close(); }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+private:
+  ConnectPolicy policy_;
+};
+
+class PostgresDriver final : public Driver {
+public:
+  explicit PostgresDriver(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  ~PostgresDriver() override { disconnect(); }
+
+  [[nodiscard]] Engine engine() const noexcept override { return Engine::postgresql; }
+
+  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
+                  AccessMode mode) override;
+
+  void cancel() noexcept override {
+    std::lock_guard lock(cancel_mutex_);
+    if (!running_ || canceller_ == nullptr) return;
+    cancel_requested_.store(true);
+    char complaint[256];
+    PQcancel(canceller_, complaint, sizeof complaint);
+  }
+
+  Health health() override {
+    if (connect().has_value()) return Health::unavailable;
+    Result result(PQexec(conn_, "SELECT 1"));
+    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK) return Health::ok;
+    if (PQstatus(conn_) == CONNECTION_BAD) disconnect();
+    return Health::unavailable;
+  }
+
+private:
+  enum class Stop { none, cancelled_by_caller, deadline_cancel, gave_up, broken };
+
+  std::optional<Unavailable> connect();
+  void disconnect() noexcept;
+  void on_notice(const PGresult* notice);
+  static void receive_notice(void* self, const PGresult* notice) {
+    static_cast<PostgresDriver*>(self)->on_notice(notice);
+  }
+
+  /// The next result of the pipeline, waiting no later than the deadline; on
+  /// the deadline it cancels once, and after a further grace it gives up.
+  /// Returns null at the end of each query's results, or when stopped.
+  Result next_result();
+  void send_cancel() noexcept;
+  Outcome read_statement(const Limits& limits, Clock::time_point started);
+  bool drain_query();
+  bool expect_sync();
+  Failure failure_of(const PGresult* result);
+  void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
+  Unavailable broken_connection();
+
+  std::string conninfo_;
+  std::unique_ptr<Session> session_;
+  PGconn* conn_ = nullptr;
+
+  std::mutex cancel_mutex_;  ///< guards canceller_ and running_ against cancel()
+  PGcancel* canceller_ = nullptr;
+  bool running_ = false;
+  std::atomic<bool> cancel_requested_{false};
+
+  Clock::time_point deadline_{};
+  Stop stop_ = Stop::none;
+  bool cancel_sent_ = false;
+
+  std::vector<Notice>* notice_sink_ = nullptr;  ///< where the statement's notices go; null between statements
+  std::uint64_t notice_budget_ = 0;
+
+  std::unordered_map<Oid, Untrusted> type_names_;  ///< per connection
+  std::vector<Oid> column_types_;                  ///< of the statement being read
+};
+
+std::optional<Unavailable> PostgresDriver::connect() {
+  if (conn_ != nullptr) {
+    // A backend that ended while idle has left its goodbye (or an EOF) in the
+    // socket: reading it now finds the connection dead before a statement is sent.
+    // Its goodbye and the EOF can take two reads, so read while there is input.
+    bool alive = PQstatus(conn_) == CONNECTION_OK;
+    for (int reads = 0; alive && reads < 4; ++reads) {
+      pollfd socket{PQsocket(conn_), POLLIN, 0};
+      if (poll(&socket, 1, 0) == 0) break;
+      alive = PQconsumeInput(conn_) == 1 && PQstatus(conn_) == CONNECTION_OK;
+    }
+    if (alive) return std::nullopt;
+    disconnect();
+  }
+  try {
+    auto session = std::make_unique<Session>(conninfo_);
+    conn_ = session->handle();
+    session_ = std::move(session);
+  } catch (const std::exception& e) {
+    return Unavailable{Untrusted(std::string_view(e.what()))};
+  }
+  // Every notice comes to us as fields; libpq's default would print it raw to stderr.
+  PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, this);
+  std::lock_guard lock(cancel_mutex_);
+  canceller_ = PQgetCancel(conn_);
+  return std::nullopt;
+}
+
+void PostgresDriver::disconnect() noexcept {
+  {
+    std::lock_guard lock(cancel_mutex_);
+    if (canceller_ != nullptr) PQfreeCancel(canceller_);
+    canceller_ = nullptr;
+  }
+  session_.reset();
+  conn_ = nullptr;
+  type_names_.clear();
+}
+
+
+void PostgresDriver::on_notice(const PGresult* notice) {
+  if (notice_sink_ == nullptr) return;
+  Notice fields{error_field(notice, PG_DIAG_SEVERITY_NONLOCALIZED), error_field(notice, PG_DIAG_SQLSTATE),
+                error_field(notice, PG_DIAG_MESSAGE_PRIMARY),       error_field(notice, PG_DIAG_MESSAGE_DETAIL),
+                error_field(notice, PG_DIAG_MESSAGE_HINT),          error_field(notice, PG_DIAG_CONTEXT)};
+  const std::uint64_t size = fields.severity.size() + fields.sqlstate.size() + fields.message.size() +
+                             fields.detail.size() + fields.hint.size() + fields.context.size();
+  // A loop of RAISE NOTICE must not grow memory without bound: notices past
+  // the byte cap are not kept.
+  if (size > notice_budget_) {
+    notice_budget_ = 0;
+    return;
+  }
+  notice_budget_ -= size;
+  notice_sink_->push_back(std::move(fields));
+}
+
+void PostgresDriver::send_cancel() noexcept {
+  std::lock_guard lock(cancel_mutex_);
+  if (canceller_ == nullptr) return;
+  char complaint[256];
+  PQcancel(canceller_, complaint, sizeof complaint);
+}
+
+Result PostgresDriver::next_result() {
+  if (stop_ == Stop::gave_up || stop_ == Stop::broken) return nullptr;
+  while (PQisBusy(conn_) == 1) {
+    const auto now = Clock::now();
+    if (now >= deadline_) {
+      if (cancel_sent_) {
+        stop_ = Stop::gave_up;
+        return nullptr;
+      }
+      send_cancel();
+      cancel_sent_ = true;
+      if (stop_ == Stop::none) stop_ = Stop::deadline_cancel;
+      deadline_ = now + client_grace;
+      continue;
+    }
+    pollfd socket{PQsocket(conn_), POLLIN, 0};
+    const auto wait = std::chrono::duration_cast<milliseconds>(deadline_ - now).count() + 1;
+    const int ready = poll(&socket, 1, static_cast<int>(std::min<long long>(wait, 60'000)));
+    if (ready < 0 && errno != EINTR) {
+      stop_ = Stop::broken;
+      return nullptr;
+    }
+    if (ready > 0 && PQconsumeInput(conn_) == 0) break;  // PQgetResult reports the broken connection
+  }
+  Result result(PQgetResult(conn_));
+  if (PQstatus(conn_) == CONNECTION_BAD) stop_ = Stop::broken;
+  return result;
+}
+
+bool PostgresDriver::drain_query() {
+  bool ok = true;
+  while (Result result = next_result()) {
+    const ExecStatusType status = PQresultStatus(result.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) ok = false;
+  }
+  return ok && stop_ == Stop::none;
+}
+
+bool PostgresDriver::expect_sync() {
+  Result result = next_result();
+  return result != nullptr && PQresultStatus(result.get()) == PGRES_PIPELINE_SYNC;
+}
+
+Failure PostgresDriver::failure_of(const PGresult* result) {
+  Failure failure;
+  failure.engine = Engine::postgresql;
+  failure.severity = error_field(result, PG_DIAG_SEVERITY_NONLOCALIZED);
+  failure.sqlstate = error_field(result, PG_DIAG_SQLSTATE);
+  failure.message = error_field(result, PG_DIAG_MESSAGE_PRIMARY);
+  failure.detail = error_field(result, PG_DIAG_MESSAGE_DETAIL);
+  failure.hint = error_field(result, PG_DIAG_MESSAGE_HINT);
+  failure.context = error_field(result, PG_DIAG_CONTEXT);
+  failure.position = position_field(result, PG_DIAG_STATEMENT_POSITION);
+  failure.internal_query = error_field(result, PG_DIAG_INTERNAL_QUERY);
+  failure.internal_position = position_field(result, PG_DIAG_INTERNAL_POSITION);
+  failure.schema = error_field(result, PG_DIAG_SCHEMA_NAME);
+  failure.table = error_field(result, PG_DIAG_TABLE_NAME);
+  failure.column = error_field(result, PG_DIAG_COLUMN_NAME);
+  failure.datatype = error_field(result, PG_DIAG_DATATYPE_NAME);
+  failure.constraint = error_field(result, PG_DIAG_CONSTRAINT_NAME);
+  return failure;
+}
+
+Unavailable PostgresDriver::broken_connection() {
+  Unavailable unavailable{text_of(conn_ != nullptr ? PQerrorMessage(conn_) : nullptr)};
+  disconnect();
+  return unavailable;
+}
+
+/// Reads the caller's statement's results: rows one at a time under the caps,
+/// or its failure. Leaves the pipeline at the Sync that ends its segment.
+Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point started) {
+  PQsetSingleRowMode(conn_);
+  detail::RowBudget budget(limits);
+  std::vector<Oid>& oids = column_types_;
+  oids.clear();
+  std::optional<Outcome> outcome;
+  bool truncation_cancelled = false;
+
+  const auto take_columns = [&](const PGresult* result) {
+    const int count = PQnfields(result);
+    std::vector<Column> columns(static_cast<std::size_t>(count));
+    oids.resize(columns.size());
+    for (int c = 0; c < count; ++c) {
+      const char* name = PQfname(result, c);
+      columns[static_cast<std::size_t>(c)].name = text_of(name);
+      oids[static_cast<std::size_t>(c)] = PQftype(result, c);
+    }
+    budget.set_columns(std::move(columns));
+  };
+
+  while (Result result = next_result()) {
+    const PGresult* r = result.get();
+    switch (PQresultStatus(r)) {
+      case PGRES_SINGLE_TUPLE: {
+        if (!budget.has_columns() && budget.open()) take_columns(r);
+        const int count = PQnfields(r);
+        std::uint64_t row_bytes = 0;
+        for (int c = 0; c < count; ++c) row_bytes += static_cast<std::uint64_t>(PQgetlength(r, 0, c));
+        if (!budget.offer(row_bytes)) {
+          if (!truncation_cancelled) {
+            // The rest is not wanted: stop the server producing it, then drain
+            // what is already on its way (counted as withheld, never kept).
+            send_cancel();
+            truncation_cancelled = true;
+          }
+          break;
+        }
+        std::vector<Cell> row(static_cast<std::size_t>(count));
+        for (int c = 0; c < count; ++c) {
+          if (PQgetisnull(r, 0, c) == 1) continue;
+          const char* value = PQgetvalue(r, 0, c);
+          const auto length = static_cast<std::size_t>(PQgetlength(r, 0, c));
+          if (PQftype(r, c) == bytea_oid) {
+            std::size_t decoded_length = 0;
+            unsigned char* decoded = PQunescapeBytea(reinterpret_cast<const unsigned char*>(value), &decoded_length);
+            if (decoded != nullptr) {
+              row[static_cast<std::size_t>(c)] = Untrusted(reinterpret_cast<const char*>(decoded), decoded_length);
+              PQfreemem(decoded);
+              continue;
+            }
+          }
+          row[static_cast<std::size_t>(c)] = Untrusted(value, length);
+        }
+        budget.keep(std::move(row));
+        break;
+      }
+      case PGRES_TUPLES_OK:
+        if (!budget.has_columns()) take_columns(r);
+        budget.reached_end();
+        break;
+      case PGRES_COMMAND_OK: {
+        const char* affected = PQcmdTuples(result.get());
+        std::uint64_t count = 0;
+        const char* end = affected + std::strlen(affected);
+        if (*affected != '\0' && std::from_chars(affected, end, count).ec == std::errc{}) budget.set_rows_affected(count);
+        budget.reached_end();
+        break;
+      }
+      case PGRES_EMPTY_QUERY:
+        outcome = refuse(RefusalReason::empty_statement, "The statement is empty.");
+        break;
+      case PGRES_COPY_OUT:
+      case PGRES_COPY_IN:
+      case PGRES_COPY_BOTH:
+        // COPY to or from the client has no place in a reply; end it.
+        if (PQresultStatus(r) == PGRES_COPY_IN) PQputCopyEnd(conn_, "COPY from the client is not supported");
+        else send_cancel();
+        outcome = refuse(RefusalReason::not_permitted, "COPY to or from the client is not supported.");
+        break;
+      case PGRES_FATAL_ERROR:
+      case PGRES_NONFATAL_ERROR:
+        if (truncation_cancelled && sqlstate_is(r, "57014")) {
+          break;  // our own cancel after the cap: the rest stays unread
+        }
+        if (stop_ == Stop::broken) break;
+        if (sqlstate_is(r, "57014") && cancel_requested_.load()) {
+          outcome = refuse(RefusalReason::cancelled, "The statement was cancelled.");
+        } else if (sqlstate_is(r, "57014") &&
+                   (stop_ == Stop::deadline_cancel || Clock::now() - started >= limits.statement_timeout)) {
+          outcome = refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+        } else {
+          Failure failure = failure_of(r);
+          failure.notices = std::move(*notice_sink_);
+          outcome = std::move(failure);
+        }
+        break;
+      case PGRES_PIPELINE_ABORTED:
+        // The preamble failed, so the statement did not run.
+        outcome = refuse(RefusalReason::internal, "The read-only transaction could not be started.");
+        break;
+      default:
+        outcome = refuse(RefusalReason::internal, "The server sent a reply this tool does not understand.");
+        break;
+    }
+  }
+  if (outcome) return std::move(*outcome);
+  return std::move(budget).take();
+}
+
+void PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<Oid>& oids) {
+  std::vector<Oid> unknown;
+  for (Oid oid : oids) {
+    if (!type_names_.contains(oid) && std::find(unknown.begin(), unknown.end(), oid) == unknown.end()) {
+      unknown.push_back(oid);
+    }
+  }
+  if (!unknown.empty() && PQstatus(conn_) == CONNECTION_OK) {
+    std::string list = "{";
+    for (Oid oid : unknown) list += fmt::format("{}{}", list.size() > 1 ? "," : "", oid);
+    list += "}";
+    const char* values[] = {list.c_str()};
+    Result result(PQexecParams(conn_, "SELECT oid, format_type(oid, NULL) FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])",
+                               1, nullptr, values, nullptr, nullptr, 0));
+    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK) {
+      for (int row = 0; row < PQntuples(result.get()); ++row) {
+        Oid oid = 0;
+        const char* text = PQgetvalue(result.get(), row, 0);
+        std::from_chars(text, text + std::strlen(text), oid);
+        type_names_[oid] = Untrusted(PQgetvalue(result.get(), row, 1),
+                                     static_cast<std::size_t>(PQgetlength(result.get(), row, 1)));
+      }
+    }
+  }
+  for (std::size_t c = 0; c < columns.size() && c < oids.size(); ++c) {
+    const auto found = type_names_.find(oids[c]);
+    if (found != type_names_.end()) columns[c].type_name = found->second;
+  }
+}
+
+Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
+                                AccessMode mode) {
+  if (sql.size() > limits.max_statement_bytes) {
+    return refuse(RefusalReason::limit, "The statement is longer than the configured maximum.");
+  }
+  // libpq takes the statement as a C string: a NUL would silently cut it short.
+  if (sql.find('\0') != std::string_view::npos) {
+    return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
+  }
+  if (auto unavailable = connect()) return std::move(*unavailable);
+
+  // Parameters travel as text with their types; values are never spliced in.
+  std::vector<std::string> texts(params.size());
+  std::vector<const char*> values(params.size());
+  std::vector<Oid> types(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::visit(
+        [&](const auto& value) {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, std::monostate>) {
+            values[i] = nullptr;
+            return;
+          } else if constexpr (std::is_same_v<T, std::int64_t>) {
+            texts[i] = fmt::format("{}", value);
+            types[i] = int8_oid;
+          } else if constexpr (std::is_same_v<T, double>) {
+            texts[i] = fmt::format("{}", value);
+            types[i] = float8_oid;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            texts[i] = value ? "true" : "false";
+            types[i] = bool_oid;
+          } else {
+            texts[i] = value;
+          }
+          values[i] = texts[i].c_str();
+        },
+        params[i]);
+    if (const auto* text = std::get_if<std::string>(&params[i]); text != nullptr && text->find('\0') != std::string::npos) {
+      return refuse(RefusalReason::not_permitted, "A PostgreSQL text parameter cannot contain a NUL byte.");
+    }
+  }
+
+  const auto started = Clock::now();
+  const bool read_only = mode == AccessMode::read_only;
+  const std::string statement(sql);
+  const std::string timeouts = fmt::format(
+      "SELECT pg_catalog.set_config('statement_timeout', '{0}', {3}), pg_catalog.set_config('lock_timeout', '{1}', {3}), "
+      "pg_catalog.set_config('idle_in_transaction_session_timeout', '{2}', {3})",
+      limits.statement_timeout.count(), limits.lock_timeout.count(),
+      (limits.statement_timeout + client_grace * 2).count(), read_only ? "true" : "false");
+
+  std::vector<Notice> notices;
+  {
+    std::lock_guard lock(cancel_mutex_);
+    running_ = true;
+    cancel_requested_.store(false);
+  }
+  struct Running {
+    PostgresDriver& driver;
+    ~Running() {
+      std::lock_guard lock(driver.cancel_mutex_);
+      driver.running_ = false;
+      driver.notice_sink_ = nullptr;
+    }
+  } running{*this};
+  stop_ = Stop::none;
+  cancel_sent_ = false;
+  deadline_ = started + limits.statement_timeout + client_grace;
+
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  const auto send = [&](const char* text) {
+    sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  };
+  if (read_only) send("BEGIN READ ONLY");
+  send(timeouts.c_str());
+  if (!read_only) sent = sent && PQpipelineSync(conn_) == 1;
+  sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), types.data(),
+                                   values.data(), nullptr, nullptr, 0) == 1;
+  sent = sent && PQpipelineSync(conn_) == 1;
+  if (read_only) {
+    send("ROLLBACK");
+    sent = sent && PQpipelineSync(conn_) == 1;
+  }
+  send("DISCARD ALL");
+  sent = sent && PQpipelineSync(conn_) == 1;
+  if (!sent) return broken_connection();
+
+  bool clean = true;
+  if (read_only) clean = drain_query();
+  clean = drain_query() && clean;
+  if (!read_only) clean = expect_sync() && clean;
+  notice_budget_ = limits.max_bytes;
+  notice_sink_ = &notices;
+  Outcome outcome = read_statement(limits, started);
+  notice_sink_ = nullptr;
+  clean = expect_sync() && clean;
+  if (read_only) clean = drain_query() && expect_sync() && clean;
+  clean = drain_query() && expect_sync() && clean;
+
+  if (stop_ == Stop::broken) return broken_connection();
+  if (stop_ == Stop::gave_up) {
+    disconnect();  // the server did not answer even a cancel: this connection cannot be trusted
+    return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+  }
+  PQexitPipelineMode(conn_);
+  if (!clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+    Result rollback(PQexec(conn_, "ROLLBACK"));
+    Result discard(PQexec(conn_, "DISCARD ALL"));
+    if (PQresultStatus(discard.get()) != PGRES_COMMAND_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+      disconnect();  // a session that cannot be made clean is not used again
+    }
+  }
+  if (auto* rows = std::get_if<Rows>(&outcome); rows != nullptr && conn_ != nullptr) {
+    name_types(rows->columns, column_types_);
+  }
+  if (cancel_requested_.load() && !std::holds_alternative<Failure>(outcome) && !std::holds_alternative<Refusal>(outcome)) {
+    return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+  }
+  return outcome;
+}
+
+}  // namespace
+
+std::unique_ptr<Driver> make_postgres_driver(std::string conninfo) {
+  return std::make_unique<PostgresDriver>(std::move(conninfo));
+}
+
+}  // namespace rawtool

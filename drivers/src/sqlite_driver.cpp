@@ -1,0 +1,377 @@
+// The SQLite driver. Read-only mode is enforced by SQLite itself, in layers
+// that each hold alone: the file is opened read-only, `query_only` is on, an
+// authorizer denies every action that writes or reaches outside the database
+// file, sqlite3_stmt_readonly() must agree before a statement runs, defensive
+// mode is on and schema code is not trusted.
+#include "detail/row_budget.hpp"
+#include "detail/sqlite_failure.hpp"
+
+#include <rawtool/driver.hpp>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <type_traits>
+#include <variant>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace rawtool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
+
+/// Pragmas that only read, whatever their argument (a table or index name).
+constexpr std::array<std::string_view, 20> read_only_pragmas{
+    "table_info",    "table_xinfo",   "table_list",       "index_list",     "index_info",
+    "index_xinfo",   "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+    "collation_list", "function_list", "module_list",     "pragma_list",    "database_list",
+    "compile_options", "data_version", "page_count",      "freelist_count", "stats"};
+
+/// Pragmas that read when given no argument and write when given one.
+constexpr std::array<std::string_view, 12> readable_setting_pragmas{
+    "user_version", "application_id", "schema_version", "page_size",   "encoding",      "journal_mode",
+    "auto_vacuum",  "foreign_keys",   "cache_size",     "query_only",  "synchronous",   "max_page_count"};
+
+/// Functions no statement may call: they reach the filesystem or load code.
+constexpr std::array<std::string_view, 5> denied_functions{"load_extension", "readfile", "writefile", "edit",
+                                                           "fts3_tokenizer"};
+
+bool pragma_name_is(std::string_view name, const auto& list) {
+  return std::any_of(list.begin(), list.end(), [&](std::string_view entry) {
+    return entry.size() == name.size() &&
+           std::equal(entry.begin(), entry.end(), name.begin(), [](char a, char b) {
+             return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
+           });
+  });
+}
+
+/// Skips whitespace, comments and empty statements (bare semicolons). What is
+/// left, if anything, is a further statement.
+bool only_trivia(std::string_view rest) {
+  std::size_t i = 0;
+  while (i < rest.size()) {
+    const char c = rest[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == ';') {
+      ++i;
+    } else if (rest.substr(i, 2) == "--") {
+      const std::size_t end = rest.find('\n', i);
+      i = end == std::string_view::npos ? rest.size() : end + 1;
+    } else if (rest.substr(i, 2) == "/*") {
+      const std::size_t end = rest.find("*/", i + 2);
+      i = end == std::string_view::npos ? rest.size() : end + 2;  // SQLite accepts an unterminated comment
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+Untrusted owned_text(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
+
+class SqliteDriver final : public Driver {
+public:
+  SqliteDriver(std::string path, AccessMode mode) : path_(std::move(path)), mode_(mode) {}
+
+  ~SqliteDriver() override {
+    std::lock_guard lock(db_mutex_);
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+  }
+
+  [[nodiscard]] Engine engine() const noexcept override { return Engine::sqlite; }
+
+  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
+                  AccessMode mode) override {
+    if (sql.size() > limits.max_statement_bytes) {
+      return refuse(RefusalReason::limit, "The statement is longer than the configured maximum.");
+    }
+    if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {
+      return refuse(RefusalReason::read_only, "This database was opened read-only.");
+    }
+    if (auto unavailable = open_database()) return std::move(*unavailable);
+    read_only_ = mode == AccessMode::read_only;
+    denied_ = DeniedBy::nothing;
+
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    const int prepared = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
+    Statement statement(raw);
+    if (prepared != SQLITE_OK) {
+      if (denied_ != DeniedBy::nothing) return refusal_for_denial();
+      return failure();
+    }
+    if (raw == nullptr) return refuse(RefusalReason::empty_statement, "The statement is empty.");
+    const std::size_t used = static_cast<std::size_t>(tail - sql.data());
+    if (!only_trivia(sql.substr(used))) {
+      return refuse(RefusalReason::multiple_statements, "Only one statement may run per call.");
+    }
+    if (read_only_ && sqlite3_stmt_readonly(raw) == 0) {
+      return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
+    }
+    if (auto bad = bind(raw, params)) return std::move(*bad);
+
+    Outcome outcome = run(raw, limits);
+    statement.reset();
+    // A statement may leave a transaction open (BEGIN); the next call starts clean.
+    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return outcome;
+  }
+
+  void cancel() noexcept override {
+    std::lock_guard lock(db_mutex_);
+    if (db_ != nullptr && running_.load()) {
+      cancel_requested_.store(true);
+      sqlite3_interrupt(db_);
+    }
+  }
+
+  Health health() override {
+    if (open_database()) return Health::unavailable;
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_, "SELECT 1", -1, &raw, nullptr) != SQLITE_OK) return Health::unavailable;
+    Statement statement(raw);
+    return sqlite3_step(raw) == SQLITE_ROW ? Health::ok : Health::unavailable;
+  }
+
+private:
+  enum class DeniedBy { nothing, write, policy };
+
+  /// Owns a prepared statement.
+  class Statement {
+  public:
+    explicit Statement(sqlite3_stmt* statement) noexcept : statement_(statement) {}
+    ~Statement() { reset(); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+    void reset() noexcept {
+      sqlite3_finalize(statement_);
+      statement_ = nullptr;
+    }
+
+  private:
+    sqlite3_stmt* statement_;
+  };
+
+  /// Opens the database on first use. Returns the complaint when it cannot.
+  std::optional<Unavailable> open_database() {
+    if (db_ != nullptr) return std::nullopt;
+    const int flags = (mode_ == AccessMode::read_only ? SQLITE_OPEN_READONLY
+                                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                      SQLITE_OPEN_EXRESCODE;
+    sqlite3* db = nullptr;
+    const int opened = sqlite3_open_v2(path_.c_str(), &db, flags, nullptr);
+    if (opened != SQLITE_OK) {
+      Unavailable unavailable{db != nullptr ? owned_text(sqlite3_errmsg(db)) : owned_text(sqlite3_errstr(opened))};
+      sqlite3_close_v2(db);
+      return unavailable;
+    }
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
+    // ATTACH creates files; no mode may attach another database.
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+    if (mode_ == AccessMode::read_only) sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
+    sqlite3_set_authorizer(db, &SqliteDriver::authorize, this);
+    sqlite3_progress_handler(db, 1000, &SqliteDriver::on_progress, this);
+    std::lock_guard lock(db_mutex_);
+    db_ = db;
+    return std::nullopt;
+  }
+
+  static int authorize(void* self, int action, const char* arg1, const char* arg2, const char*, const char*) {
+    return static_cast<SqliteDriver*>(self)->authorize(action, arg1, arg2);
+  }
+
+  int authorize(int action, const char* arg1, const char* arg2) {
+    const auto deny = [this](DeniedBy why) {
+      if (denied_ == DeniedBy::nothing) denied_ = why;
+      return SQLITE_DENY;
+    };
+    switch (action) {
+      case SQLITE_ATTACH:
+      case SQLITE_DETACH:
+        return deny(DeniedBy::policy);
+      case SQLITE_FUNCTION:
+        return arg2 != nullptr && pragma_name_is(arg2, denied_functions) ? deny(DeniedBy::policy) : SQLITE_OK;
+      case SQLITE_SELECT:
+      case SQLITE_READ:
+      case SQLITE_RECURSIVE:
+      case SQLITE_TRANSACTION:
+      case SQLITE_SAVEPOINT:
+        return SQLITE_OK;
+      case SQLITE_PRAGMA: {
+        if (!read_only_) return SQLITE_OK;
+        const std::string_view name = arg1 == nullptr ? std::string_view{} : std::string_view(arg1);
+        if (pragma_name_is(name, read_only_pragmas)) return SQLITE_OK;
+        if (arg2 == nullptr && pragma_name_is(name, readable_setting_pragmas)) return SQLITE_OK;
+        return deny(DeniedBy::write);
+      }
+      default:
+        // Inserts, updates, deletes, every CREATE/DROP/ALTER, REINDEX, ANALYZE.
+        return read_only_ ? deny(DeniedBy::write) : SQLITE_OK;
+    }
+  }
+
+  static int on_progress(void* self) { return static_cast<SqliteDriver*>(self)->on_progress(); }
+
+  int on_progress() noexcept {
+    if (cancel_requested_.load()) return 1;
+    if (Clock::now() >= deadline_) {
+      timed_out_ = true;
+      return 1;
+    }
+    return 0;
+  }
+
+  Refusal refusal_for_denial() const {
+    if (denied_ == DeniedBy::write) {
+      return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
+    }
+    return refuse(RefusalReason::not_permitted,
+                  "The statement uses something this tool does not permit (ATTACH, DETACH or a denied function).");
+  }
+
+  Failure failure() const { return detail::sqlite_failure(db_); }
+
+  std::optional<Outcome> bind(sqlite3_stmt* statement, std::span<const Parameter> params) const {
+    if (params.size() != static_cast<std::size_t>(sqlite3_bind_parameter_count(statement))) {
+      return refuse(RefusalReason::internal, "The number of parameters does not match the statement.");
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const int index = static_cast<int>(i) + 1;
+      const int bound = std::visit(
+          [&](const auto& value) -> int {
+            using T = std::decay_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, std::monostate>) return sqlite3_bind_null(statement, index);
+            else if constexpr (std::is_same_v<T, std::int64_t>) return sqlite3_bind_int64(statement, index, value);
+            else if constexpr (std::is_same_v<T, double>) return sqlite3_bind_double(statement, index, value);
+            else if constexpr (std::is_same_v<T, bool>) return sqlite3_bind_int(statement, index, value ? 1 : 0);
+            else return sqlite3_bind_text64(statement, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+          },
+          params[i]);
+      if (bound != SQLITE_OK) return failure();
+    }
+    return std::nullopt;
+  }
+
+  static std::string_view storage_class_name(int type) noexcept {
+    switch (type) {
+      case SQLITE_INTEGER: return "INTEGER";
+      case SQLITE_FLOAT: return "REAL";
+      case SQLITE_TEXT: return "TEXT";
+      case SQLITE_BLOB: return "BLOB";
+      default: return "";
+    }
+  }
+
+  Outcome run(sqlite3_stmt* statement, const Limits& limits) {
+    detail::RowBudget budget(limits);
+    const int column_count = sqlite3_column_count(statement);
+    {
+      std::vector<Column> declared(static_cast<std::size_t>(column_count));
+      for (int c = 0; c < column_count; ++c) {
+        const auto index = static_cast<std::size_t>(c);
+        declared[index].name = owned_text(sqlite3_column_name(statement, c));
+        declared[index].type_name = owned_text(sqlite3_column_decltype(statement, c));
+      }
+      budget.set_columns(std::move(declared));
+    }
+    std::vector<Column>& columns = budget.columns();
+    const sqlite3_int64 changes_before = sqlite3_total_changes64(db_);
+
+    deadline_ = Clock::now() + limits.statement_timeout;
+    timed_out_ = false;
+    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                                   limits.lock_timeout.count(), std::numeric_limits<int>::max())));
+    {
+      std::lock_guard lock(db_mutex_);
+      cancel_requested_.store(false);
+      running_.store(true);
+    }
+    struct Running {
+      SqliteDriver& driver;
+      ~Running() {
+        std::lock_guard lock(driver.db_mutex_);
+        driver.running_.store(false);
+      }
+    } running{*this};
+
+    int stepped = SQLITE_ROW;
+    while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) {
+      std::uint64_t row_bytes = 0;
+      for (int c = 0; c < column_count; ++c) {
+        const int type = sqlite3_column_type(statement, c);
+        if (type == SQLITE_BLOB) {
+          row_bytes += static_cast<std::uint64_t>(sqlite3_column_bytes(statement, c));
+        } else if (type != SQLITE_NULL) {
+          sqlite3_column_text(statement, c);  // numbers become text first, so the length is the text's
+          row_bytes += static_cast<std::uint64_t>(sqlite3_column_bytes(statement, c));
+        }
+      }
+      if (!budget.offer(row_bytes)) break;  // SQLite can stop without cancelling anything
+      std::vector<Cell> row(static_cast<std::size_t>(column_count));
+      for (int c = 0; c < column_count; ++c) {
+        const auto index = static_cast<std::size_t>(c);
+        const int type = sqlite3_column_type(statement, c);
+        if (columns[index].type_name.empty() && type != SQLITE_NULL) {
+          columns[index].type_name = Untrusted(storage_class_name(type));
+        }
+        if (type == SQLITE_NULL) continue;
+        const void* data = type == SQLITE_BLOB ? sqlite3_column_blob(statement, c)
+                                               : static_cast<const void*>(sqlite3_column_text(statement, c));
+        row[index] = Untrusted(static_cast<const char*>(data),
+                               static_cast<std::size_t>(sqlite3_column_bytes(statement, c)));
+      }
+      budget.keep(std::move(row));
+    }
+    if (stepped == SQLITE_DONE) budget.reached_end();
+    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) {
+      if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+      if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+      return failure();
+    }
+    if (column_count == 0) {
+      budget.set_rows_affected(static_cast<std::uint64_t>(sqlite3_total_changes64(db_) - changes_before));
+    }
+    return std::move(budget).take();
+  }
+
+  std::string path_;
+  AccessMode mode_;
+  sqlite3* db_ = nullptr;       ///< written under db_mutex_; read by the executing thread
+  std::mutex db_mutex_;         ///< guards db_ against cancel() and running_ transitions
+  std::atomic<bool> running_{false};
+  std::atomic<bool> cancel_requested_{false};
+  Clock::time_point deadline_{};
+  bool timed_out_ = false;
+  bool read_only_ = true;
+  DeniedBy denied_ = DeniedBy::nothing;
+};
+
+}  // namespace
+
+Failure detail::sqlite_failure(sqlite3* db) {
+  Failure failure;
+  failure.engine = Engine::sqlite;
+  failure.sqlite_code = sqlite3_extended_errcode(db);
+  failure.message = owned_text(sqlite3_errmsg(db));
+  const int offset = sqlite3_error_offset(db);
+  if (offset >= 0) failure.position = offset;
+  return failure;
+}
+
+std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode) {
+  return std::make_unique<SqliteDriver>(std::move(path), mode);
+}
+
+}  // namespace rawtool

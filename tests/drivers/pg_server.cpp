@@ -1,0 +1,41 @@
+#include "pg_server.hpp"
+
+#include <catch2/catch.hpp>
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string_view>
+
+namespace rawtool::test {
+
+std::optional<std::string> pg_url(bool reader) {
+  const char* name = reader ? "RAWTOOL_TEST_PG_READER_URL" : "RAWTOOL_TEST_PG_URL";
+  const char* url = std::getenv(name);
+  if (url != nullptr && *url != '\0') return std::string(url);
+  const char* required = std::getenv("RAWTOOL_REQUIRE_PG");
+  if (required != nullptr && std::string_view(required) == "1") {
+    FAIL(name << " is not set, and RAWTOOL_REQUIRE_PG=1 says the PostgreSQL tests must run");
+  }
+  WARN("*** " << name << " is not set: this PostgreSQL test did NOT run. "
+              << "Start a server with `eval \"$(bash .ci/pg-start)\"` to run it. ***");
+  return std::nullopt;
+}
+
+std::string pg_admin(const std::string& sql) {
+  const auto url = pg_url(false);
+  REQUIRE(url.has_value());
+  std::unique_ptr<PGconn, decltype(&PQfinish)> connection(PQconnectdb(url->c_str()), &PQfinish);
+  REQUIRE(PQstatus(connection.get()) == CONNECTION_OK);
+  PQsetNoticeProcessor(connection.get(), [](void*, const char*) {}, nullptr);
+  std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(connection.get(), sql.c_str()), &PQclear);
+  const ExecStatusType status = PQresultStatus(result.get());
+  INFO(sql << "\n" << PQresultErrorMessage(result.get()));
+  REQUIRE((status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK));
+  if (status == PGRES_TUPLES_OK && PQntuples(result.get()) > 0 && PQnfields(result.get()) > 0) {
+    return std::string(PQgetvalue(result.get(), 0, 0), static_cast<std::size_t>(PQgetlength(result.get(), 0, 0)));
+  }
+  return {};
+}
+
+}  // namespace rawtool::test

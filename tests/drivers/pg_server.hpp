@@ -1,0 +1,21 @@
+#pragma once
+
+#include <rawtool/driver.hpp>
+
+#include <optional>
+#include <string>
+
+namespace rawtool::test {
+
+/// The URL of the test server from RAWTOOL_TEST_PG_URL (superuser) or, with
+/// `reader`, RAWTOOL_TEST_PG_READER_URL (the low-privilege role). When it is
+/// unset the test warns loudly and the caller returns; with RAWTOOL_REQUIRE_PG=1
+/// (as in CI) the test fails instead.
+std::optional<std::string> pg_url(bool reader = false);
+
+/// Runs administrative SQL on the superuser connection, outside any driver
+/// (setup, cleanup, inspection); fails the test if it fails. Returns the
+/// first column of the first row, or "" when there is none.
+std::string pg_admin(const std::string& sql);
+
+}  // namespace rawtool::test
