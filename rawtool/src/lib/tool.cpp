@@ -104,6 +104,34 @@ Status status_for_refusal(const Refusal& refusal) {
   return refusal.reason == RefusalReason::timeout ? Status::timeout : Status::refused;
 }
 
+// A raw call that reached no database. render_status speaks of a certified
+// query, so the raw path states its own status: rawtool's words only, the
+// reference, and the raw path's provenance.
+Reply raw_unavailable_reply(const Provenance& provenance, const std::string& reference) {
+  constexpr std::string_view explanation =
+      "the database could not be reached; the connection's complaint names hosts and users, so it is not shown here; "
+      "an operator can find it in the server log under the reference";
+  double elapsed_ms = static_cast<double>(provenance.elapsed.count()) / 1000.0;
+  std::string text = fmt::format(
+      "rawtool: no reply from the database; status=unavailable; reference={}\n"
+      "rawtool: {}.\n"
+      "rawtool: end of reply; path=raw (uncertified); engine={}; database={}; elapsed_ms={:.3f}\n",
+      reference, explanation, engine_name(provenance.engine), provenance.database_label, elapsed_ms);
+  nlohmann::json structured = {
+      {"kind", "raw_unavailable"},
+      {"status", "unavailable"},
+      {"reference", reference},
+      {"explanation", explanation},
+      {"raw_provenance",
+       {{"path", "raw"},
+        {"certified", false},
+        {"engine", engine_name(provenance.engine)},
+        {"database", provenance.database_label},
+        {"elapsed_ms", elapsed_ms}}},
+  };
+  return Reply{std::move(text), std::move(structured), true};
+}
+
 std::string_view placeholder_style(Engine engine) { return engine == Engine::sqlite ? "?N" : "$N"; }
 
 std::string format_number(double value, ParameterType type) {
@@ -299,7 +327,16 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   }
   if (auto* failure = std::get_if<Failure>(&run.outcome)) {
     if (render_options.show_statement) failure->statement = Untrusted(sql);
-    return to_reply(render::render_failure(*failure, provenance, render_options), true);
+    render::Rendered rendered = render::render_failure(*failure, provenance, render_options);
+    if (rendered.refused) {
+      // The reply tells the caller the log holds the withheld text under its digest.
+      nlohmann::json record = render::failure_log_record(*failure);
+      m.write_log({{"event", "raw_failure_withheld"},
+                   {"withheld_sha256", record.value("withheld_sha256", std::string())},
+                   {"database", db->config.label},
+                   {"failure", std::move(record)}});
+    }
+    return to_reply(std::move(rendered), true);
   }
   if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
     return to_reply(render::render_refusal(*refusal, provenance), true);
@@ -312,7 +349,7 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
                {"reference", reference},
                {"database", db->config.label},
                {"complaint", render::to_json(unavailable.complaint)}});
-  return to_reply(render::render_status(Status::unavailable, provenance, reference), true);
+  return raw_unavailable_reply(provenance, reference);
 }
 
 Reply Tool::certified(std::string_view name, const nlohmann::json& params, const CallOptions& options) {
@@ -383,7 +420,7 @@ Reply Tool::describe_catalog() const {
   std::string text;
   nlohmann::json queries = nlohmann::json::array();
 
-  text += fmt::format("rawtool catalog: {} pinned {}; catalog sha256 {}; descriptions {}\n", m.catalog.queries.size(),
+  text += fmt::format("rawtool: catalog: {} pinned {}; catalog sha256 {}; descriptions {}\n", m.catalog.queries.size(),
                       m.catalog.queries.size() == 1 ? "query" : "queries",
                       m.catalog.sha256.empty() ? std::string("none") : m.catalog.sha256,
                       omitted ? "omitted" : "quoted as untrusted text");
@@ -391,7 +428,7 @@ Reply Tool::describe_catalog() const {
     const Database* db = m.find_database(q.database);
     AccessMode mode = q.access.value_or(db->config.access);
     if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
-    text += fmt::format("query {}: database {}, {}, {}, placeholders {}\n", q.name, db->config.label,
+    text += fmt::format("rawtool: query {}: database {}, {}, {}, placeholders {}\n", q.name, db->config.label,
                         engine_name(db->engine), access_mode_name(mode), placeholder_style(db->engine));
     render::append_prose(text, fmt::format("description of query {}", q.name), q.description, options);
 
@@ -402,7 +439,7 @@ Reply Tool::describe_catalog() const {
                            {"name", p.name},
                            {"type", parameter_type_name(p.type)},
                            {"required", p.required}};
-      std::string line = fmt::format("parameter {} of {}: {}, {}, {}", i + 1, q.name, p.name,
+      std::string line = fmt::format("rawtool: parameter {} of {}: {}, {}, {}", i + 1, q.name, p.name,
                                      parameter_type_name(p.type), p.required ? "required" : "optional");
       if (p.minimum) {
         line += fmt::format(", minimum {}", format_number(*p.minimum, p.type));
@@ -458,6 +495,7 @@ Reply Tool::describe_catalog() const {
                        {"description", render::prose_json(q.description, options)},
                        {"parameters", std::move(parameters)}});
   }
+  text += "rawtool: end of catalog\n";
   nlohmann::json structured = {{"kind", "catalog"},
                                {"catalog_sha256", m.catalog.sha256},
                                {"catalog_prose", omitted ? "omitted" : "quoted"},

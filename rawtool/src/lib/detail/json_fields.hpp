@@ -89,6 +89,7 @@ inline std::int64_t read_integer(const nlohmann::json& value, const std::string&
   if (value.is_number_unsigned()) {
     auto v = value.get<std::uint64_t>();
     if (v > static_cast<std::uint64_t>(maximum)) fail(field, "must be " + range);
+    if (static_cast<std::int64_t>(v) < minimum) fail(field, "must be " + range);
     return static_cast<std::int64_t>(v);
   }
   if (!value.is_number_integer()) fail(field, "must be " + range + ", not " + json_kind(value));

@@ -1,0 +1,301 @@
+// The configuration file: every key, its default, and errors that name the
+// field without quoting the operator's value.
+
+#include "fixture.hpp"
+
+#include <rawtool/config.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+using rawtool::ConfigError;
+using rawtool::parse_config;
+
+namespace {
+
+// Sets or unsets one environment variable for a scope, restoring it after.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// No database can come from the environment while this lives.
+struct NoDatabaseEnvironment {
+  ScopedEnv url{"RAWTOOL_DATABASE_URL", std::nullopt};
+  ScopedEnv host{"PGHOST", std::nullopt};
+  ScopedEnv hostaddr{"PGHOSTADDR", std::nullopt};
+  ScopedEnv port{"PGPORT", std::nullopt};
+  ScopedEnv database{"PGDATABASE", std::nullopt};
+  ScopedEnv user{"PGUSER", std::nullopt};
+  ScopedEnv service{"PGSERVICE", std::nullopt};
+};
+
+// The field a configuration's error names, or "" when it parses.
+std::string error_field(const std::string& json) {
+  try {
+    (void)parse_config(json, "/base");
+  } catch (const ConfigError& e) {
+    // what() is always "<field>: <problem>".
+    CHECK(std::string(e.what()).rfind(e.field() + ": ", 0) == 0);
+    return e.field();
+  }
+  return "";
+}
+
+std::string error_text(const std::string& json) {
+  try {
+    (void)parse_config(json, "/base");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string one_db = R"("databases": [{"path": "a.db"}])";
+
+}  // namespace
+
+TEST_CASE("a configuration error names the field it is about", "[config]") {
+  NoDatabaseEnvironment env;
+  struct Case {
+    std::string json;
+    std::string field;
+  };
+  const Case cases[] = {
+      {"not json", "configuration"},
+      {"[1, 2]", "configuration"},
+      {R"({"databases": {"path": "a.db"}})", "databases"},
+      {"{}", "databases"},
+      {R"({"databases": []})", "databases"},
+      {R"({"databases": [{}]})", "databases[0]"},
+      {R"({"databases": [{"url": "postgresql://h/d", "path": "a.db"}]})", "databases[0]"},
+      {R"({"databases": [{"path": ""}]})", "databases[0].path"},
+      {R"({"databases": [{"url": 5}]})", "databases[0].url"},
+      {R"({"databases": [{"path": "a.db", "label": "has space"}]})", "databases[0].label"},
+      {R"({"databases": [{"path": "a.db", "label": ""}]})", "databases[0].label"},
+      {R"({"databases": [{"path": "a.db", "label": "x"}, {"path": "b.db"}]})", "databases[1].label"},
+      {R"({"databases": [{"path": "a.db", "label": "x"}, {"path": "b.db", "label": "x"}]})", "databases[1].label"},
+      {R"({"databases": [{"path": "a.db", "access": "readonly"}]})", "databases[0].access"},
+      {R"({"databases": [{"path": "a.db", "pool_size": 0}]})", "databases[0].pool_size"},
+      {R"({"databases": [{"path": "a.db", "pool_size": 1000}]})", "databases[0].pool_size"},
+      {R"({"databases": [{"path": "a.db", "pool": 2}]})", "databases[0].pool"},
+      {R"({"databases": [{"path": "a.db", "label": "a"}, {"path": "b.db", "label": "b", "limits": {"max_rows": 0}}]})",
+       "databases[1].limits.max_rows"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_rows": "100"}}]})", "databases[0].limits.max_rows"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_rows": 1.5}}]})", "databases[0].limits.max_rows"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_rows": -3}}]})", "databases[0].limits.max_rows"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_rows": true}}]})", "databases[0].limits.max_rows"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_row": 5}}]})", "databases[0].limits.max_row"},
+      {R"({"databases": [{"path": "a.db", "limits": {"statement_timeout_ms": 0}}]})",
+       "databases[0].limits.statement_timeout_ms"},
+      {R"({"databases": [{"path": "a.db", "limits": {"lock_timeout_ms": 100000000000}}]})",
+       "databases[0].limits.lock_timeout_ms"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_bytes": 0}}]})", "databases[0].limits.max_bytes"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_statement_bytes": 99999999999}}]})",
+       "databases[0].limits.max_statement_bytes"},
+      {R"({"databases": [{"path": "a.db", "limits": []}]})", "databases[0].limits"},
+      {"{" + one_db + R"(, "raw_paht": true})", "raw_paht"},
+      {"{" + one_db + R"(, "raw_path": "yes"})", "raw_path"},
+      {"{" + one_db + R"(, "catalog": 3})", "catalog"},
+      {"{" + one_db + R"(, "catalog": ""})", "catalog"},
+      {"{" + one_db + R"(, "catalog_prose": "hidden"})", "catalog_prose"},
+      {"{" + one_db + R"(, "render": {"ascii_only": 1}})", "render.ascii_only"},
+      {"{" + one_db + R"(, "render": {"budget_bytes": 10}})", "render.budget_bytes"},
+      {"{" + one_db + R"(, "render": {"show_statement": null}})", "render.show_statement"},
+      {"{" + one_db + R"(, "render": {"colour": true}})", "render.colour"},
+      {"{" + one_db + R"(, "render": "plain"})", "render"},
+      {"{" + one_db + R"(, "max_concurrent_calls": 0})", "max_concurrent_calls"},
+      {"{" + one_db + R"(, "max_concurrent_calls": 2.0})", "max_concurrent_calls"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.json);
+    CHECK(error_field(c.json) == c.field);
+  }
+}
+
+TEST_CASE("a configuration error never quotes the operator's value", "[config]") {
+  NoDatabaseEnvironment env;
+  CHECK_FALSE(rawtool::test::contains(error_text(R"({"databases": [{"path": "a.db", "label": "CANARY label"}]})"),
+                                      "CANARY"));
+  CHECK_FALSE(rawtool::test::contains(
+      error_text(R"({"databases": [{"path": "a.db", "access": "CANARY"}]})"), "CANARY"));
+  CHECK_FALSE(rawtool::test::contains(error_text("{" + one_db + R"(, "catalog_prose": "CANARY"})"), "CANARY"));
+  // A key that is not a plain identifier is described, not shown.
+  std::string text = error_text("{" + one_db + R"(, "CANARY\u001b[2J": 1})");
+  CHECK_FALSE(rawtool::test::contains(text, "CANARY"));
+  CHECK_FALSE(rawtool::test::contains(text, "\x1b"));
+}
+
+TEST_CASE("every key left out takes its documented default", "[config]") {
+  NoDatabaseEnvironment env;
+  rawtool::Config c = parse_config(R"({"databases": [{"path": "data/a.db"}]})", "/srv/rawtool");
+  REQUIRE(c.databases.size() == 1);
+  const rawtool::DatabaseConfig& db = c.databases[0];
+  CHECK(db.label == "default");
+  CHECK(db.kind == rawtool::TargetKind::sqlite_path);
+  CHECK(db.target == "/srv/rawtool/data/a.db");
+  CHECK(db.access == rawtool::AccessMode::read_only);
+  CHECK(db.pool_size == 4);
+  CHECK(db.limits.statement_timeout == std::chrono::milliseconds(5000));
+  CHECK(db.limits.lock_timeout == std::chrono::milliseconds(1000));
+  CHECK(db.limits.max_rows == 1000);
+  CHECK(db.limits.max_bytes == 1024 * 1024);
+  CHECK(db.limits.max_statement_bytes == 256 * 1024);
+  CHECK(c.raw_path);
+  CHECK_FALSE(c.catalog.has_value());
+  CHECK(c.render.catalog_prose == rawtool::render::CatalogProse::quoted);
+  CHECK_FALSE(c.render.ascii_only);
+  CHECK(c.render.budget == 16 * 1024);
+  CHECK(c.render.show_statement);
+  CHECK(c.max_concurrent_calls == 4);
+}
+
+TEST_CASE("every key set in the file reaches the configuration", "[config]") {
+  NoDatabaseEnvironment env;
+  rawtool::Config c = parse_config(R"({
+    "databases": [
+      {"label": "main", "url": "postgresql://u@h:5/d", "access": "read_write",
+       "limits": {"statement_timeout_ms": 700, "lock_timeout_ms": 70, "max_rows": 7, "max_bytes": 7777,
+                  "max_statement_bytes": 777},
+       "pool_size": 7},
+      {"label": "local.copy-2", "url": "sqlite:rel/b.db"},
+      {"label": "mem", "path": ":memory:"}
+    ],
+    "raw_path": false,
+    "catalog": "queries.json",
+    "catalog_prose": "omitted",
+    "render": {"ascii_only": true, "budget_bytes": 4096, "show_statement": false},
+    "max_concurrent_calls": 9
+  })",
+                                   "/etc/rawtool");
+  REQUIRE(c.databases.size() == 3);
+  CHECK(c.databases[0].label == "main");
+  CHECK(c.databases[0].kind == rawtool::TargetKind::postgresql);
+  CHECK(c.databases[0].target == "postgresql://u@h:5/d");
+  CHECK(c.databases[0].access == rawtool::AccessMode::read_write);
+  CHECK(c.databases[0].limits.statement_timeout == std::chrono::milliseconds(700));
+  CHECK(c.databases[0].limits.lock_timeout == std::chrono::milliseconds(70));
+  CHECK(c.databases[0].limits.max_rows == 7);
+  CHECK(c.databases[0].limits.max_bytes == 7777);
+  CHECK(c.databases[0].limits.max_statement_bytes == 777);
+  CHECK(c.databases[0].pool_size == 7);
+  CHECK(c.databases[1].label == "local.copy-2");
+  CHECK(c.databases[1].kind == rawtool::TargetKind::sqlite_path);
+  CHECK(c.databases[1].target == "/etc/rawtool/rel/b.db");
+  CHECK(c.databases[2].target == ":memory:");
+  CHECK_FALSE(c.raw_path);
+  REQUIRE(c.catalog.has_value());
+  CHECK(*c.catalog == "/etc/rawtool/queries.json");
+  CHECK(c.render.catalog_prose == rawtool::render::CatalogProse::omitted);
+  CHECK(c.render.ascii_only);
+  CHECK(c.render.budget == 4096);
+  CHECK_FALSE(c.render.show_statement);
+  CHECK(c.max_concurrent_calls == 9);
+}
+
+TEST_CASE("a database left out comes from RAWTOOL_DATABASE_URL before the PG* environment", "[config]") {
+  NoDatabaseEnvironment env;
+  {
+    ScopedEnv host("PGHOST", "db.example");
+    rawtool::Config c = parse_config("{}", "/base");
+    REQUIRE(c.databases.size() == 1);
+    CHECK(c.databases[0].kind == rawtool::TargetKind::postgresql);
+    CHECK(c.databases[0].target.empty());  // libpq reads PG* itself
+    CHECK(c.databases[0].label == "default");
+
+    ScopedEnv url("RAWTOOL_DATABASE_URL", "postgresql://app@other/db");
+    rawtool::Config d = parse_config(R"({"databases": [{"label": "x", "pool_size": 2}]})", "/base");
+    REQUIRE(d.databases.size() == 1);
+    CHECK(d.databases[0].target == "postgresql://app@other/db");
+    CHECK(d.databases[0].label == "x");
+    CHECK(d.databases[0].pool_size == 2);
+  }
+  {
+    ScopedEnv url("RAWTOOL_DATABASE_URL", "sqlite:local.db");
+    rawtool::Config c = parse_config("{}", "/base");
+    CHECK(c.databases[0].kind == rawtool::TargetKind::sqlite_path);
+    CHECK(c.databases[0].target == "/base/local.db");
+  }
+  CHECK(error_field("{}") == "databases");
+}
+
+TEST_CASE("a target string chooses its engine by its form", "[config]") {
+  using rawtool::TargetKind;
+  CHECK(rawtool::database_for_target("postgresql://h/d").kind == TargetKind::postgresql);
+  CHECK(rawtool::database_for_target("postgres://h/d").kind == TargetKind::postgresql);
+  CHECK(rawtool::database_for_target("host=h dbname=d").kind == TargetKind::postgresql);
+  CHECK(rawtool::database_for_target(" dbname = d").kind == TargetKind::postgresql);
+  CHECK(rawtool::database_for_target(":memory:").target == ":memory:");
+  CHECK(rawtool::database_for_target("sqlite:/tmp/a.db").target == "/tmp/a.db");
+  CHECK(rawtool::database_for_target("sqlite:///tmp/a.db").target == "/tmp/a.db");
+  CHECK(rawtool::database_for_target("a.db", "/x").target == "/x/a.db");
+  CHECK(rawtool::database_for_target("a.db", "/x").kind == TargetKind::sqlite_path);
+  CHECK(rawtool::database_for_target("weird=name.db").kind == TargetKind::postgresql);
+  CHECK_THROWS_AS(rawtool::database_for_target(""), ConfigError);
+}
+
+TEST_CASE("load_config resolves relative paths against the file's folder", "[config]") {
+  NoDatabaseEnvironment env;
+  rawtool::test::TempDir dir;
+  auto file = dir.write("rawtool.json", R"({"databases": [{"path": "x.db"}], "catalog": "c.json"})");
+  rawtool::Config c = rawtool::load_config(file);
+  CHECK(c.databases[0].target == (dir.path() / "x.db").string());
+  CHECK(*c.catalog == dir.path() / "c.json");
+  try {
+    (void)rawtool::load_config(dir.path() / "missing.json");
+    FAIL("a missing file loaded");
+  } catch (const ConfigError& e) {
+    CHECK(e.field() == "configuration");
+  }
+}
+
+TEST_CASE("a configuration built in code gets the same checks", "[config]") {
+  rawtool::Config c;
+  CHECK_THROWS_AS(rawtool::validate_config(c), ConfigError);
+  c.databases.push_back(rawtool::database_for_target(":memory:"));
+  CHECK_NOTHROW(rawtool::validate_config(c));
+  c.databases[0].label = "no spaces allowed";
+  try {
+    rawtool::validate_config(c);
+    FAIL("an invalid label passed");
+  } catch (const ConfigError& e) {
+    CHECK(e.field() == "databases[0].label");
+  }
+  c.databases[0].label = "ok";
+  c.databases[0].pool_size = 0;
+  CHECK_THROWS_WITH(rawtool::validate_config(c), Catch::Contains("databases[0].pool_size"));
+}
+
+TEST_CASE("database labels are 1 to 64 of A-Z a-z 0-9 _ . -", "[config]") {
+  CHECK(rawtool::valid_database_label("a"));
+  CHECK(rawtool::valid_database_label("Main_db.v2-x"));
+  CHECK(rawtool::valid_database_label(std::string(64, 'x')));
+  CHECK_FALSE(rawtool::valid_database_label(""));
+  CHECK_FALSE(rawtool::valid_database_label(std::string(65, 'x')));
+  CHECK_FALSE(rawtool::valid_database_label("a b"));
+  CHECK_FALSE(rawtool::valid_database_label("a/b"));
+  CHECK_FALSE(rawtool::valid_database_label("\xc3\xa9"));
+}

@@ -1,0 +1,99 @@
+#include "fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+namespace rawtool::test {
+
+namespace {
+std::string random_hex(std::size_t digits) {
+  static std::mutex mutex;
+  static std::mt19937_64 engine{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  std::string out;
+  for (std::size_t i = 0; i < digits; ++i) out += "0123456789abcdef"[engine() % 16];
+  return out;
+}
+
+void walk(const nlohmann::json& value, std::vector<std::string>* keys, std::vector<std::string>* strings) {
+  if (value.is_object()) {
+    for (const auto& item : value.items()) {
+      if (keys != nullptr) keys->push_back(item.key());
+      walk(item.value(), keys, strings);
+    }
+  } else if (value.is_array()) {
+    for (const auto& item : value) walk(item, keys, strings);
+  } else if (value.is_string() && strings != nullptr) {
+    strings->push_back(value.get<std::string>());
+  }
+}
+}  // namespace
+
+TempDir::TempDir() : path_(std::filesystem::temp_directory_path() / ("rawtool-lib-test-" + random_hex(16))) {
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::filesystem::path TempDir::write(const std::string& name, const std::string& content) const {
+  std::filesystem::path file = path_ / name;
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << content;
+  REQUIRE(out.good());
+  return file;
+}
+
+LogSink CapturedLog::sink() {
+  return [this](std::string_view line) {
+    std::lock_guard lock(mutex_);
+    lines_.emplace_back(line);
+  };
+}
+
+std::vector<std::string> CapturedLog::lines() const {
+  std::lock_guard lock(mutex_);
+  return lines_;
+}
+
+std::string CapturedLog::all() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  for (const auto& line : lines_) out += line + "\n";
+  return out;
+}
+
+std::optional<std::string> postgres_url(bool reader) {
+  const char* name = reader ? "RAWTOOL_TEST_PG_READER_URL" : "RAWTOOL_TEST_PG_URL";
+  const char* value = std::getenv(name);
+  if (value != nullptr && *value != '\0') return std::string(value);
+  const char* required = std::getenv("RAWTOOL_REQUIRE_PG");
+  if (required != nullptr && std::string(required) == "1") {
+    FAIL(name << " is not set, and RAWTOOL_REQUIRE_PG=1 says the PostgreSQL tests must run");
+  }
+  WARN(name << " is not set: this PostgreSQL test did not run");
+  return std::nullopt;
+}
+
+std::vector<std::string> all_keys(const nlohmann::json& value) {
+  std::vector<std::string> keys;
+  walk(value, &keys, nullptr);
+  return keys;
+}
+
+std::vector<std::string> all_strings(const nlohmann::json& value) {
+  std::vector<std::string> strings;
+  walk(value, nullptr, &strings);
+  return strings;
+}
+
+bool contains(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+std::string unique_name(const std::string& prefix) { return prefix + "_" + random_hex(12); }
+
+}  // namespace rawtool::test
