@@ -328,6 +328,7 @@ void for_each_entry(std::string_view jsonl, std::string_view source, Each each) 
     start = end + 1;
     const std::string where = std::string(source) + ":" + std::to_string(line_number);
     if (line.empty()) throw CorpusError(where + ": blank line (one entry per line, nothing else)");
+    if (line.back() == '\r') throw CorpusError(where + ": CRLF line ending (the files use LF only)");
     for (const char ch : line) {
       const auto byte = static_cast<unsigned char>(ch);
       if (byte < 0x20 || byte > 0x7E) {

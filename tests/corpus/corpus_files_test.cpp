@@ -190,6 +190,7 @@ TEST_CASE("a corpus file holds printable ASCII only, one entry per line", "[corp
   CHECK_THROWS_WITH(corpus::parse_failures(failure_line("a", R"("text": "a")") + "\n\n" + failure_line("b", R"("text": "b")"), "t.jsonl"),
                     Catch::Contains("t.jsonl:2") && Catch::Contains("blank line"));
   CHECK_THROWS_WITH(corpus::parse_failures("{\"name\": \"x\",", "t"), Catch::Contains("not JSON"));
+  CHECK_THROWS_WITH(corpus::parse_failures(failure_line("crlf", R"("text": "a")") + "\r\n", "t"), Catch::Contains("CRLF"));
 }
 
 TEST_CASE("a member given twice in one entry is rejected", "[corpus][format]") {
