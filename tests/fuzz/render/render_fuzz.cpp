@@ -1,0 +1,189 @@
+// libFuzzer target on the renderer: builds a Failure, a Rows and loose values
+// from the input, renders them, and checks the oracle's invariants: a render
+// either holds every text-surface invariant and carries every value back
+// exactly (text and structured), or it is an explicit refusal showing none of
+// the text. Any violation aborts, so libFuzzer keeps the input.
+
+#include <rawtool/render/escape.hpp>
+#include <rawtool/render/failure.hpp>
+#include <rawtool/render/json.hpp>
+#include <rawtool/render/rows.hpp>
+
+#include "oracle.hpp"
+#include "untrusted_bytes.hpp"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using rawtool::Untrusted;
+using rawtool::test::bytes_of;
+
+[[noreturn]] void violated(const char* what, const std::string& detail = {}) {
+  std::fprintf(stderr, "render invariant violated: %s %s\n", what, detail.c_str());
+  std::abort();
+}
+
+void expect(bool ok, const char* what, const std::string& detail = {}) {
+  if (!ok) violated(what, detail);
+}
+
+// Codes are picked so that most are well formed (and render) and some are not
+// (and must be refused).
+std::string pick_code(FuzzedDataProvider& in, const std::vector<std::string>& good) {
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0: return {};
+    case 1: return in.ConsumeRandomLengthString(8);
+    default: return good[in.ConsumeIntegralInRange<std::size_t>(0, good.size() - 1)];
+  }
+}
+
+const std::vector<std::string> sqlstates = {"22P02", "23505", "P0001", "ZZ999", "00000", "XX000"};
+const std::vector<std::string> severities = {"ERROR", "FATAL", "NOTICE", "WARNING", "LOG", "INFO", "DEBUG", "PANIC"};
+
+void check_failure(FuzzedDataProvider& in, const rawtool::render::RenderOptions& options) {
+  rawtool::Failure f;
+  f.engine = in.ConsumeBool() ? rawtool::Engine::postgresql : rawtool::Engine::sqlite;
+  f.severity = Untrusted(pick_code(in, severities));
+  f.sqlstate = Untrusted(pick_code(in, sqlstates));
+  if (in.ConsumeBool()) f.sqlite_code = in.ConsumeBool() ? 275 : in.ConsumeIntegral<int>();
+  if (in.ConsumeBool()) f.position = in.ConsumeIntegral<std::int64_t>();
+  f.message = Untrusted(in.ConsumeRandomLengthString(512));
+  f.detail = Untrusted(in.ConsumeRandomLengthString(256));
+  f.hint = Untrusted(in.ConsumeRandomLengthString(256));
+  f.context = Untrusted(in.ConsumeRandomLengthString(128));
+  f.constraint = Untrusted(in.ConsumeRandomLengthString(32));
+  f.statement = Untrusted(in.ConsumeRandomLengthString(256));
+  const int notices = in.ConsumeIntegralInRange<int>(0, 3);
+  for (int i = 0; i < notices; ++i) {
+    rawtool::Notice n;
+    n.severity = Untrusted(pick_code(in, severities));
+    n.sqlstate = Untrusted(pick_code(in, sqlstates));
+    n.message = Untrusted(in.ConsumeRandomLengthString(128));
+    n.hint = Untrusted(in.ConsumeRandomLengthString(64));
+    f.notices.push_back(n);
+  }
+  rawtool::render::Provenance provenance;
+  provenance.engine = f.engine;
+  provenance.database_label = "fuzz";
+  const auto r = rawtool::render::render_failure(f, provenance, options);
+  const auto problems = rawtool::test::text_surface_problems(r.text);
+  expect(problems.empty(), "failure text surface:", problems.empty() ? "" : problems.front());
+  const auto fields = rawtool::test::quoted_fields(r.text);
+  if (r.refused) {
+    expect(r.structured.at("kind") == "refusal", "a refusal's kind");
+    expect(fields.empty(), "a refusal shows a quoted field");
+    expect(r.text.find("\n> ") == std::string::npos, "a refusal shows a quoted line");
+    expect(r.structured.at("withheld_sha256") == rawtool::render::withheld_sha256(f), "a refusal's hash");
+    expect(!r.structured.contains("untrusted"), "a refusal carries untrusted members");
+    return;
+  }
+  expect(r.text.size() <= options.budget, "a rendering over budget was not refused");
+  // The expected fields, in the renderer's order.
+  std::vector<std::pair<std::string, std::string>> expected;
+  auto want = [&](const char* label, const Untrusted& v) {
+    if (!v.empty()) expected.emplace_back(label, bytes_of(v));
+  };
+  want("message", f.message);
+  want("detail", f.detail);
+  want("hint", f.hint);
+  want("context", f.context);
+  want("constraint", f.constraint);
+  for (std::size_t i = 0; i < f.notices.size(); ++i) {
+    const std::string prefix = "notice " + std::to_string(i + 1) + " ";
+    if (!f.notices[i].message.empty()) expected.emplace_back(prefix + "message", bytes_of(f.notices[i].message));
+    if (!f.notices[i].hint.empty()) expected.emplace_back(prefix + "hint", bytes_of(f.notices[i].hint));
+  }
+  if (options.show_statement) want("statement", f.statement);
+  expect(fields == expected, "the quoted fields do not carry the values back");
+
+  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured));
+  expect(wire.at("kind") == "raw_failure", "a failure's kind");
+  const auto& untrusted = wire.at("untrusted");
+  for (const auto& [label, bytes] : expected) {
+    if (label.starts_with("notice ")) continue;
+    expect(rawtool::test::json_bytes(untrusted.at(label)) == bytes, "structured field", label);
+  }
+  for (std::size_t i = 0; i < f.notices.size(); ++i)
+    if (!f.notices[i].message.empty())
+      expect(rawtool::test::json_bytes(untrusted.at("notices").at(i).at("message")) == bytes_of(f.notices[i].message), "structured notice");
+}
+
+void check_rows(FuzzedDataProvider& in, const rawtool::render::RenderOptions& options) {
+  rawtool::Rows rows;
+  const auto columns = in.ConsumeIntegralInRange<std::size_t>(0, 4);
+  for (std::size_t c = 0; c < columns; ++c)
+    rows.columns.push_back({Untrusted(in.ConsumeRandomLengthString(24)), Untrusted(in.ConsumeRandomLengthString(12))});
+  const auto count = in.ConsumeIntegralInRange<std::size_t>(0, 5);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<rawtool::Cell> row;
+    for (std::size_t c = 0; c < columns; ++c) {
+      if (in.ConsumeIntegralInRange<int>(0, 4) == 0) row.emplace_back(std::nullopt);
+      else row.emplace_back(Untrusted(in.ConsumeRandomLengthString(64)));
+    }
+    rows.rows.push_back(std::move(row));
+  }
+  rows.truncation = static_cast<rawtool::Truncation>(in.ConsumeIntegralInRange<int>(0, 2));
+  rows.rows_withheld = in.ConsumeIntegral<std::uint32_t>();
+  rows.more_unread = in.ConsumeBool();
+  rawtool::render::Provenance provenance;
+  provenance.database_label = "fuzz";
+  const auto r = rawtool::render::render_rows(rows, provenance, options);
+  expect(!r.refused, "rows were refused");
+  const auto problems = rawtool::test::text_surface_problems(r.text);
+  expect(problems.empty(), "rows text surface:", problems.empty() ? "" : problems.front());
+  const auto cells = rawtool::test::row_cells(r.text);
+  expect(cells.size() == rows.rows.size(), "row count");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    expect(cells[i].size() == rows.rows[i].size(), "cell count");
+    for (std::size_t c = 0; c < cells[i].size(); ++c) {
+      const auto& cell = rows.rows[i][c];
+      expect(cell.has_value() == cells[i][c].has_value(), "NULL-ness of a cell");
+      if (cell) expect(bytes_of(*cell) == *cells[i][c], "a cell's bytes");
+    }
+  }
+  const auto names = rawtool::test::column_names(r.text);
+  expect(names.size() == rows.columns.size(), "column count");
+  for (std::size_t c = 0; c < names.size(); ++c) expect(names[c] == bytes_of(rows.columns[c].name), "a column name");
+  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured));
+  for (std::size_t i = 0; i < rows.rows.size(); ++i)
+    for (std::size_t c = 0; c < rows.rows[i].size(); ++c) {
+      const auto& cell = rows.rows[i][c];
+      const auto& value = wire.at("rows").at(i).at(c);
+      if (!cell) expect(value.is_null(), "structured NULL");
+      else expect(rawtool::test::json_bytes(value) == bytes_of(*cell), "structured cell");
+    }
+}
+
+void check_escape(FuzzedDataProvider& in, const rawtool::render::RenderOptions& options) {
+  const std::string bytes = in.ConsumeRandomLengthString(1024);
+  for (auto context : {rawtool::render::EscapeContext::line, rawtool::render::EscapeContext::cell}) {
+    std::string out;
+    rawtool::render::append_escaped(out, Untrusted(bytes), context, options);
+    expect(out.find('\n') == std::string::npos, "an escaped value holds a raw LF");
+    expect(rawtool::test::decode_escapes(out) == bytes, "decode(escape(x)) != x");
+    if (options.ascii_only)
+      for (char c : out) expect(static_cast<unsigned char>(c) < 0x80, "ascii-only output holds a non-ASCII byte");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  rawtool::render::RenderOptions options;
+  options.ascii_only = in.ConsumeBool();
+  options.show_statement = in.ConsumeBool();
+  options.budget = in.ConsumeBool() ? 16 * 1024 : in.ConsumeIntegralInRange<std::size_t>(0, 4096);
+  switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+    case 0: check_failure(in, options); break;
+    case 1: check_rows(in, options); break;
+    default: check_escape(in, options); break;
+  }
+  return 0;
+}
