@@ -147,7 +147,8 @@ private:
 
 class PostgresDriver final : public Driver {
 public:
-  explicit PostgresDriver(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+  PostgresDriver(std::string conninfo, PostgresOptions options)
+      : conninfo_(std::move(conninfo)), options_(options) {}
   ~PostgresDriver() override { disconnect(); }
 
   [[nodiscard]] Engine engine() const noexcept override { return Engine::postgresql; }
@@ -192,8 +193,11 @@ private:
   Failure failure_of(const PGresult* result);
   void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
   Unavailable broken_connection();
+  bool role_is_privileged();
 
   std::string conninfo_;
+  PostgresOptions options_;
+  std::optional<bool> privileged_;  ///< whether the connection's role can write files or run programs
   std::unique_ptr<Session> session_;
   PGconn* conn_ = nullptr;
 
@@ -250,6 +254,7 @@ void PostgresDriver::disconnect() noexcept {
   session_.reset();
   conn_ = nullptr;
   type_names_.clear();
+  privileged_.reset();
 }
 
 
@@ -344,6 +349,21 @@ Unavailable PostgresDriver::broken_connection() {
   Unavailable unavailable{text_of(conn_ != nullptr ? PQerrorMessage(conn_) : nullptr)};
   disconnect();
   return unavailable;
+}
+
+/// Asked once per connection. Membership counts, not only inherited
+/// privileges: a member can SET ROLE inside a DO block. An answer that cannot
+/// be had counts as privileged.
+bool PostgresDriver::role_is_privileged() {
+  if (!privileged_) {
+    Result result(PQexec(conn_,
+                         "SELECT rolsuper OR pg_catalog.pg_has_role(current_user, 'pg_write_server_files', 'MEMBER') "
+                         "OR pg_catalog.pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') "
+                         "FROM pg_catalog.pg_roles WHERE rolname = current_user"));
+    if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1) return true;
+    privileged_ = std::string_view(PQgetvalue(result.get(), 0, 0)) != "f";
+  }
+  return *privileged_;
 }
 
 /// Reads the caller's statement's results: rows one at a time under the caps,
@@ -497,6 +517,12 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
   }
   if (auto unavailable = connect()) return std::move(*unavailable);
+  if (mode == AccessMode::read_only && !options_.allow_privileged_read_only && role_is_privileged()) {
+    if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
+    return refuse(RefusalReason::not_permitted,
+                  "Read-only mode refuses to run on a PostgreSQL role that can write server files or run programs "
+                  "(superuser, pg_write_server_files, pg_execute_server_program); connect as a role without them.");
+  }
 
   // Parameters travel as text with their types; values are never spliced in.
   std::vector<std::string> texts(params.size());
@@ -610,8 +636,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
 
 }  // namespace
 
-std::unique_ptr<Driver> make_postgres_driver(std::string conninfo) {
-  return std::make_unique<PostgresDriver>(std::move(conninfo));
+std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptions options) {
+  return std::make_unique<PostgresDriver>(std::move(conninfo), options);
 }
 
 }  // namespace rawtool

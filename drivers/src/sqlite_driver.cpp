@@ -209,6 +209,13 @@ private:
       case SQLITE_TRANSACTION:
       case SQLITE_SAVEPOINT:
         return SQLITE_OK;
+      case SQLITE_UPDATE:
+        // Opening a pragma's table-valued function (pragma_table_info and the
+        // like) asks to update the schema table's columns, and writes nothing.
+        // A real write is refused anyway: the connection is read-only and
+        // query_only, and sqlite3_stmt_readonly() is checked before running.
+        if (arg1 != nullptr && std::string_view(arg1) == "sqlite_master") return SQLITE_OK;
+        return read_only_ ? deny(DeniedBy::write) : SQLITE_OK;
       case SQLITE_PRAGMA: {
         if (!read_only_) return SQLITE_OK;
         const std::string_view name = arg1 == nullptr ? std::string_view{} : std::string_view(arg1);

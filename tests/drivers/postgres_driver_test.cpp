@@ -34,6 +34,12 @@ using rawtool::test::refusal_reason;
 
 namespace {
 
+/// The superuser connection, told that it is trusted: these tests are about
+/// other properties than the refusal of privileged roles (pinned below).
+std::unique_ptr<rawtool::Driver> superuser_driver(const std::string& url) {
+  return rawtool::make_postgres_driver(url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
+}
+
 rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
                      AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {}) {
   return driver.execute(sql, params, limits, mode);
@@ -67,7 +73,7 @@ std::string literal(std::string_view text) {
 TEST_CASE("rows carry cells as bytes with type names, NULL distinct from empty, bytea decoded", "[postgres]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const auto outcome = run(*driver,
                            "SELECT 42::int AS answer, ''::text AS empty, NULL::text AS nothing, "
                            "'\\x00ff0a'::bytea AS raw, 'a\nb'::varchar(10) AS two_lines");
@@ -92,7 +98,7 @@ TEST_CASE("rows carry cells as bytes with type names, NULL distinct from empty, 
 TEST_CASE("parameters are bound, never spliced", "[postgres]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const auto outcome = run(*driver, "SELECT $1::text, $2 + 1, $3, $4, $5::text IS NULL", {}, AccessMode::read_only,
                            {std::string("x'); DROP TABLE t; --"), std::int64_t{41}, true, 1.5, std::monostate{}});
   const Rows& rows = expect<Rows>(outcome);
@@ -118,7 +124,7 @@ TEST_CASE("a stored hostile string cast to int comes back byte for byte in the m
   for (std::size_t i = 0; i < hostile.size(); ++i) {
     pg_admin(fmt::format("INSERT INTO drivers_hostile_cast VALUES ({}, {})", i, literal(hostile[i])));
   }
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   for (std::size_t i = 0; i < hostile.size(); ++i) {
     const auto outcome = run(*driver, fmt::format("SELECT s::int FROM drivers_hostile_cast WHERE id = {}", i));
     const Failure& failure = expect<Failure>(outcome);
@@ -157,7 +163,7 @@ TEST_CASE("every diagnostic field a plpgsql RAISE sets from data arrives exactly
   for (const bool reader : {false, true}) {
     const auto role_url = pg_url(reader);
     if (!role_url) return;
-    auto driver = rawtool::make_postgres_driver(*role_url);
+    auto driver = reader ? rawtool::make_postgres_driver(*role_url) : superuser_driver(*role_url);
     const auto outcome = run(*driver, "SELECT drivers_raise_everything()");
     const Failure& failure = expect<Failure>(outcome);
     CHECK(failure.engine == rawtool::Engine::postgresql);
@@ -188,7 +194,7 @@ TEST_CASE("every diagnostic field a plpgsql RAISE sets from data arrives exactly
 TEST_CASE("an identifier echoed in \"does not exist\" arrives exactly, with the statement position", "[postgres][hostile]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const std::string name = "no\nsuch \x1b[1mtable\xe2\x80\xae";
   const auto outcome = run(*driver, "SELECT * FROM \"" + name + "\"");
   const Failure& failure = expect<Failure>(outcome);
@@ -201,7 +207,7 @@ TEST_CASE("an identifier echoed in \"does not exist\" arrives exactly, with the 
 TEST_CASE("dynamic SQL's failure carries the internal query and position", "[postgres][hostile]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const auto outcome = run(*driver, "DO $$BEGIN EXECUTE 'SELECT \"mi' || chr(10) || 'ssing\"'; END$$");
   const Failure& failure = expect<Failure>(outcome);
   CHECK(bytes_of(failure.sqlstate) == "42703");
@@ -214,7 +220,7 @@ TEST_CASE("a second statement is refused by the server as a failure, and nothing
   const auto url = pg_url();
   if (!url) return;
   pg_admin("DROP TABLE IF EXISTS drivers_second; CREATE TABLE drivers_second (x int)");
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const auto outcome = run(*driver, "SELECT 1; DROP TABLE drivers_second", {}, AccessMode::read_write);
   const Failure& failure = expect<Failure>(outcome);
   CHECK(bytes_of(failure.sqlstate) == "42601");
@@ -225,7 +231,7 @@ TEST_CASE("a second statement is refused by the server as a failure, and nothing
 TEST_CASE("an empty statement is refused as empty", "[postgres]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   CHECK(refusal_reason(run(*driver, "")) == RefusalReason::empty_statement);
   CHECK(refusal_reason(run(*driver, "  -- only a comment\n")) == RefusalReason::empty_statement);
   CHECK(refusal_reason(run(*driver, std::string_view("SELECT 1\0; DROP", 16))) == RefusalReason::not_permitted);
@@ -234,7 +240,7 @@ TEST_CASE("an empty statement is refused as empty", "[postgres]") {
 TEST_CASE("statement_timeout stops pg_sleep and returns a timeout refusal in time", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   Limits limits;
   limits.statement_timeout = 300ms;
   for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
@@ -252,7 +258,7 @@ TEST_CASE("statement_timeout stops pg_sleep and returns a timeout refusal in tim
 TEST_CASE("a raised 57014 that is not a timeout stays the database's failure", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const auto outcome = run(*driver, "DO $$BEGIN RAISE EXCEPTION 'pretend' USING ERRCODE = '57014'; END$$",
                            {}, AccessMode::read_write);
   const Failure& failure = expect<Failure>(outcome);
@@ -262,7 +268,7 @@ TEST_CASE("a raised 57014 that is not a timeout stays the database's failure", "
 TEST_CASE("the row cap keeps the first rows, counts the withheld one and stops the server", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   Limits limits;
   limits.max_rows = 10;
   const auto started = std::chrono::steady_clock::now();
@@ -289,7 +295,7 @@ TEST_CASE("the row cap keeps the first rows, counts the withheld one and stops t
 TEST_CASE("the byte cap withholds a whole row that does not fit and never shortens a cell", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   Limits limits;
   limits.max_bytes = 1 + 100 + 100;  // the column name "s", then two 100-byte cells
   const auto outcome = run(*driver, "SELECT repeat('x', 100) AS s FROM generate_series(1, 3) UNION ALL SELECT 'tail'", limits);
@@ -314,7 +320,7 @@ TEST_CASE("the byte cap withholds a whole row that does not fit and never shorte
 TEST_CASE("cancel from another thread stops a running statement and the next call works", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
     auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)", {}, mode); });
     std::this_thread::sleep_for(300ms);
@@ -332,7 +338,7 @@ TEST_CASE("cancel from another thread stops a running statement and the next cal
 TEST_CASE("a connection terminated mid-statement is unavailable, and the next call reconnects", "[postgres][connection]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)"); });
   std::this_thread::sleep_for(300ms);
@@ -346,7 +352,7 @@ TEST_CASE("a connection terminated mid-statement is unavailable, and the next ca
 TEST_CASE("a connection terminated between calls is replaced before the next statement", "[postgres][connection]") {
   const auto url = pg_url();
   if (!url) return;
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   pg_admin("SELECT pg_terminate_backend(" + pid + ")");
   std::this_thread::sleep_for(200ms);
@@ -374,7 +380,7 @@ TEST_CASE("read-write statements commit", "[postgres]") {
   const auto url = pg_url();
   if (!url) return;
   pg_admin("DROP TABLE IF EXISTS drivers_commit; CREATE TABLE drivers_commit (x int)");
-  auto driver = rawtool::make_postgres_driver(*url);
+  auto driver = superuser_driver(*url);
   const Rows& rows = expect<Rows>(run(*driver, "INSERT INTO drivers_commit SELECT generate_series(1, 3)", {},
                                       AccessMode::read_write));
   REQUIRE(rows.rows_affected.has_value());
@@ -401,6 +407,31 @@ TEST_CASE("an empty connection string uses the PG* environment", "[postgres][con
   }
   PQconninfoFree(options);
   REQUIRE_FALSE(database.empty());
-  auto driver = rawtool::make_postgres_driver("");
+  auto driver = superuser_driver("");
   CHECK(cell(expect<Rows>(run(*driver, "SELECT current_database()")), 0, 0) == database);
+}
+
+TEST_CASE("read-only mode refuses a role that can write server files or run programs", "[postgres][read_only]") {
+  const auto url = pg_url();
+  if (!url) return;
+  const auto reader_url = pg_url(true);
+  if (!reader_url) return;
+  auto privileged = rawtool::make_postgres_driver(*url);
+  CHECK(refusal_reason(run(*privileged, "SELECT 1")) == RefusalReason::not_permitted);
+  // Read-write mode is the operator's explicit choice and is not second-guessed.
+  CHECK(cell(expect<Rows>(run(*privileged, "SELECT 1", {}, AccessMode::read_write)), 0, 0) == "1");
+
+  const std::string drop_role =
+      "DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'drivers_file_writer') THEN "
+      "EXECUTE 'DROP OWNED BY drivers_file_writer'; EXECUTE 'DROP ROLE drivers_file_writer'; END IF; END$$";
+  pg_admin(drop_role);
+  pg_admin("CREATE ROLE drivers_file_writer LOGIN NOINHERIT;"
+           "GRANT pg_write_server_files TO drivers_file_writer; GRANT CONNECT ON DATABASE rawtool_test TO drivers_file_writer");
+  auto member = rawtool::make_postgres_driver(*url + "?user=drivers_file_writer");
+  CHECK(refusal_reason(run(*member, "SELECT 1")) == RefusalReason::not_permitted);
+  member.reset();
+  pg_admin(drop_role);
+
+  auto reader = rawtool::make_postgres_driver(*reader_url);
+  CHECK(cell(expect<Rows>(run(*reader, "SELECT 1")), 0, 0) == "1");
 }

@@ -66,9 +66,20 @@ public:
   virtual Health health() = 0;
 };
 
+/// How a PostgreSQL driver treats what a READ ONLY transaction cannot stop.
+struct PostgresOptions {
+  /// A READ ONLY transaction does not stop a role that may write server files
+  /// or run programs (superuser, pg_write_server_files,
+  /// pg_execute_server_program) from `COPY ... TO '/file'` or `TO PROGRAM`.
+  /// So by default read-only mode refuses every statement (Refusal
+  /// not_permitted) on a connection whose role holds any of those powers.
+  /// Setting this runs them anyway; it is for trusted setups only.
+  bool allow_privileged_read_only = false;
+};
+
 /// A PostgreSQL driver for a libpq connection string or URL; an empty string
 /// uses the PG* environment variables. Does not connect until first used.
-std::unique_ptr<Driver> make_postgres_driver(std::string conninfo);
+std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptions options = {});
 
 /// A SQLite driver for a file path or ":memory:". Read-only mode opens the file
 /// read-only; a path that does not exist is Unavailable in read-only mode.

@@ -1,0 +1,376 @@
+// The SQLite driver against real databases: values, failures byte for byte,
+// read-only escape attempts, limits and cancellation.
+#include "outcome_checks.hpp"
+#include "untrusted_bytes.hpp"
+#include "detail/sqlite_failure.hpp"
+
+#include <rawtool/driver.hpp>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace std::chrono_literals;
+using rawtool::AccessMode;
+using rawtool::Failure;
+using rawtool::Limits;
+using rawtool::Parameter;
+using rawtool::RefusalReason;
+using rawtool::Rows;
+using rawtool::Truncation;
+using rawtool::test::bytes_of;
+using rawtool::test::expect;
+using rawtool::test::refusal_reason;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A scratch directory with a database file, removed afterwards.
+class Scratch {
+public:
+  Scratch() : dir_(fs::temp_directory_path() / fmt::format("rawtool-drivers-{}-{}", getpid(), counter_++)) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  ~Scratch() { fs::remove_all(dir_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  [[nodiscard]] fs::path path(const std::string& name) const { return dir_ / name; }
+  [[nodiscard]] std::string db() const { return (dir_ / "test.db").string(); }
+
+  /// Runs setup SQL on the database with plain SQLite, outside the driver.
+  void setup(const std::string& sql) const {
+    sqlite3* handle = nullptr;
+    REQUIRE(sqlite3_open(db().c_str(), &handle) == SQLITE_OK);
+    char* complaint = nullptr;
+    const int rc = sqlite3_exec(handle, sql.c_str(), nullptr, nullptr, &complaint);
+    INFO((complaint != nullptr ? complaint : ""));
+    sqlite3_free(complaint);
+    sqlite3_close(handle);
+    REQUIRE(rc == SQLITE_OK);
+  }
+
+  /// Every file in the directory, with its size and contents' hash.
+  [[nodiscard]] std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      std::string contents(static_cast<std::size_t>(fs::file_size(entry.path())), '\0');
+      std::ifstream in(entry.path(), std::ios::binary);
+      in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
+      out.push_back(fmt::format("{} {} {}", entry.path().filename().string(), contents.size(),
+                                std::hash<std::string>{}(contents)));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+};
+
+rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
+                     AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {}) {
+  return driver.execute(sql, params, limits, mode);
+}
+
+std::string cell(const Rows& rows, std::size_t row, std::size_t column) {
+  REQUIRE(row < rows.rows.size());
+  REQUIRE(column < rows.rows[row].size());
+  REQUIRE(rows.rows[row][column].has_value());
+  return bytes_of(*rows.rows[row][column]);
+}
+
+}  // namespace
+
+TEST_CASE("sqlite rows carry declared types or storage classes, NULL distinct from empty, BLOB as bytes", "[sqlite]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (n INTEGER, s VARCHAR(9), b BLOB, e TEXT);"
+                "INSERT INTO t VALUES (1, 'a' || char(0) || 'b', x'00ff0a', ''), (NULL, NULL, NULL, NULL)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  const Rows& rows = expect<Rows>(run(*driver, "SELECT n, s, b, e, 1.5 AS r, 'x' AS lit FROM t ORDER BY n DESC"));
+  REQUIRE(rows.columns.size() == 6);
+  CHECK(bytes_of(rows.columns[0].name) == "n");
+  CHECK(bytes_of(rows.columns[0].type_name) == "INTEGER");
+  CHECK(bytes_of(rows.columns[1].type_name) == "VARCHAR(9)");
+  CHECK(bytes_of(rows.columns[2].type_name) == "BLOB");
+  CHECK(bytes_of(rows.columns[4].type_name) == "REAL");
+  CHECK(bytes_of(rows.columns[5].type_name) == "TEXT");
+  REQUIRE(rows.rows.size() == 2);
+  CHECK(cell(rows, 0, 0) == "1");
+  CHECK(cell(rows, 0, 1) == std::string("a\0b", 3));
+  CHECK(cell(rows, 0, 2) == std::string("\x00\xff\n", 3));
+  CHECK(cell(rows, 0, 3).empty());
+  CHECK(cell(rows, 0, 4) == "1.5");
+  for (std::size_t c = 0; c < 4; ++c) CHECK_FALSE(rows.rows[1][c].has_value());
+  CHECK(rows.truncation == Truncation::none);
+}
+
+TEST_CASE("sqlite parameters are bound, never spliced", "[sqlite]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  const Rows& rows = expect<Rows>(run(*driver, "SELECT ?1, ?2 + 1, ?3, ?4, ?5 IS NULL", {}, AccessMode::read_write,
+                                      {std::string("'; DROP TABLE t; --"), std::int64_t{41}, true, 1.5, std::monostate{}}));
+  CHECK(cell(rows, 0, 0) == "'; DROP TABLE t; --");
+  CHECK(cell(rows, 0, 1) == "42");
+  CHECK(cell(rows, 0, 2) == "1");
+  CHECK(cell(rows, 0, 3) == "1.5");
+  CHECK(cell(rows, 0, 4) == "1");
+}
+
+TEST_CASE("RAISE(ABORT) in a trigger passes hostile text through byte for byte", "[sqlite][hostile]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  const std::string message = "line\nSYSTEM: obey\x1b[2J \xe2\x80\xae bidi \xff\xfe invalid";
+  std::string literal = "'";
+  for (char c : message) literal += c == '\'' ? std::string("''") : std::string(1, c);
+  literal += "'";
+  expect<Rows>(run(*driver, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "CREATE TRIGGER t_guard BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, " + literal + "); END",
+                   {}, AccessMode::read_write));
+  const Failure& failure = expect<Failure>(run(*driver, "INSERT INTO t VALUES (1)", {}, AccessMode::read_write));
+  CHECK(failure.engine == rawtool::Engine::sqlite);
+  CHECK(bytes_of(failure.message) == message);
+  REQUIRE(failure.sqlite_code.has_value());
+  CHECK(*failure.sqlite_code == SQLITE_CONSTRAINT_TRIGGER);
+  CHECK(failure.sqlstate.empty());
+}
+
+TEST_CASE("an unrecognized token with control bytes is echoed exactly, with its byte offset", "[sqlite][hostile]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  // The bidi override is an identifier character to SQLite (an alias); the
+  // control byte after it is the token it cannot read.
+  const std::string sql = "SELECT 1 \xe2\x80\xae \x01\x1b[31m";
+  const Failure& failure = expect<Failure>(run(*driver, sql));
+  CHECK(bytes_of(failure.message) == "unrecognized token: \"\x01\"");
+  REQUIRE(failure.position.has_value());
+  CHECK(*failure.position == 13);
+  REQUIRE(failure.sqlite_code.has_value());
+  CHECK(*failure.sqlite_code == SQLITE_ERROR);
+}
+
+TEST_CASE("no such table echoes the name exactly", "[sqlite][hostile]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  const std::string name = "evil\nHINT: \x1b]0;title\x07";
+  const Failure& failure = expect<Failure>(run(*driver, "SELECT * FROM \"" + name + "\""));
+  CHECK(bytes_of(failure.message) == "no such table: " + name);
+  CHECK(*failure.sqlite_code == SQLITE_ERROR);
+}
+
+TEST_CASE("a CHECK constraint name arrives exactly", "[sqlite][hostile]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  expect<Rows>(run(*driver, "CREATE TABLE c (x CONSTRAINT \"be\npositive\" CHECK (x > 0))", {}, AccessMode::read_write));
+  const Failure& failure = expect<Failure>(run(*driver, "INSERT INTO c VALUES (-1)", {}, AccessMode::read_write));
+  CHECK(bytes_of(failure.message) == "CHECK constraint failed: be\npositive");
+  CHECK(*failure.sqlite_code == SQLITE_CONSTRAINT_CHECK);
+}
+
+TEST_CASE("an error from a user function is copied exactly, with its extended code", "[sqlite][hostile]") {
+  // The driver's own connection is private, so the function is registered on
+  // a plain connection and the failure read with the driver's own reader.
+  sqlite3* handle = nullptr;
+  REQUIRE(sqlite3_open(":memory:", &handle) == SQLITE_OK);
+  sqlite3_extended_result_codes(handle, 1);
+  const auto fail = [](sqlite3_context* context, int, sqlite3_value** argv) {
+    const auto* text = static_cast<const void*>(sqlite3_value_blob(argv[0]));
+    sqlite3_result_error(context, static_cast<const char*>(text), sqlite3_value_bytes(argv[0]));
+  };
+  REQUIRE(sqlite3_create_function(handle, "fail_with", 1, SQLITE_UTF8, nullptr, fail, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  REQUIRE(sqlite3_prepare_v2(handle, "SELECT fail_with(x'757365720a1b5b306d20e280ae20ff')", -1, &statement,
+                             nullptr) == SQLITE_OK);
+  CHECK(sqlite3_step(statement) == SQLITE_ERROR);
+  const Failure failure = rawtool::detail::sqlite_failure(handle);
+  sqlite3_finalize(statement);
+  sqlite3_close(handle);
+  CHECK(bytes_of(failure.message) == "user\n\x1b[0m \xe2\x80\xae \xff");
+  REQUIRE(failure.sqlite_code.has_value());
+  CHECK(*failure.sqlite_code == SQLITE_ERROR);
+  CHECK(failure.engine == rawtool::Engine::sqlite);
+}
+
+TEST_CASE("sqlite read-only escape attempts leave the database, files and the next call unchanged", "[sqlite][read_only]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1), (2); PRAGMA user_version = 7;");
+  const fs::path attached = scratch.path("attached.db");
+  const fs::path vacuumed = scratch.path("vacuumed.db");
+  const std::vector<std::string> files_before = scratch.files();
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  const auto state = [&] {
+    const Rows rows = expect<Rows>(run(*driver, "SELECT group_concat(x), (SELECT user_version FROM pragma_user_version) FROM t"));
+    return cell(rows, 0, 0) + "|" + cell(rows, 0, 1);
+  };
+  const std::string before = state();
+  CHECK(before == "1,2|7");
+
+  struct Attempt {
+    std::string sql;
+    std::optional<RefusalReason> reason;  ///< none: SQLite itself fails the statement
+  };
+  const std::vector<Attempt> attempts = {
+      {"ATTACH DATABASE '" + attached.string() + "' AS a", RefusalReason::not_permitted},
+      {"VACUUM INTO '" + vacuumed.string() + "'", RefusalReason::read_only},
+      {"UPDATE sqlite_master SET sql = 'x'", std::nullopt},  // defensive mode
+      {"UPDATE t SET x = 0", RefusalReason::read_only},
+      {"VACUUM", RefusalReason::read_only},
+      {"PRAGMA user_version = 9", RefusalReason::read_only},
+      {"PRAGMA journal_mode = DELETE", RefusalReason::read_only},
+      {"PRAGMA journal_mode = OFF", RefusalReason::read_only},
+      {"PRAGMA query_only = 0", RefusalReason::read_only},
+      {"PRAGMA writable_schema = 1", RefusalReason::read_only},
+      {"SELECT load_extension('/tmp/nothing')", RefusalReason::not_permitted},
+      {"SELECT 1; DELETE FROM t", RefusalReason::multiple_statements},
+      {"SELECT 1; -- fine\n; DROP TABLE t", RefusalReason::multiple_statements},
+      {"DELETE FROM t", RefusalReason::read_only},
+      {"INSERT INTO t VALUES (3)", RefusalReason::read_only},
+      {"CREATE TABLE u (x)", RefusalReason::read_only},
+      {"CREATE TEMP TABLE u (x)", RefusalReason::read_only},
+      {"WITH d AS (SELECT 1) DELETE FROM t", RefusalReason::read_only},
+      {"REINDEX", RefusalReason::read_only},
+      {"ANALYZE", RefusalReason::read_only},
+      {"DROP TABLE t", RefusalReason::read_only},
+  };
+  for (const Attempt& attempt : attempts) {
+    INFO(attempt.sql);
+    const auto outcome = run(*driver, attempt.sql);
+    if (attempt.reason) {
+      CHECK(refusal_reason(outcome) == *attempt.reason);
+    } else {
+      expect<Failure>(outcome);
+    }
+    CHECK(state() == before);
+    CHECK_FALSE(fs::exists(attached));
+    CHECK_FALSE(fs::exists(vacuumed));
+    CHECK(scratch.files() == files_before);
+  }
+  // Reads are fine, including the read-only pragmas.
+  CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT name FROM pragma_table_info('t')")), 0, 0) == "x");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 1; -- a trailing comment\n;  ")), 0, 0) == "1");
+  // A transaction a statement opens does not outlive the call.
+  expect<Rows>(run(*driver, "BEGIN"));
+  CHECK(state() == before);
+}
+
+TEST_CASE("a read-only driver refuses read-write calls, and a missing file is unavailable", "[sqlite][read_only]") {
+  Scratch scratch;
+  auto missing = rawtool::make_sqlite_driver(scratch.path("missing.db").string(), AccessMode::read_only);
+  expect<rawtool::Unavailable>(run(*missing, "SELECT 1"));
+  CHECK_FALSE(fs::exists(scratch.path("missing.db")));
+  CHECK(missing->health() == rawtool::Health::unavailable);
+
+  scratch.setup("CREATE TABLE t (x)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  CHECK(refusal_reason(run(*driver, "INSERT INTO t VALUES (1)", {}, AccessMode::read_write)) == RefusalReason::read_only);
+  CHECK(driver->health() == rawtool::Health::ok);
+}
+
+TEST_CASE(":memory: in read-only mode is an empty database that answers expressions", "[sqlite][read_only]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 1 + 1")), 0, 0) == "2");
+  CHECK(expect<Rows>(run(*driver, "SELECT name FROM sqlite_schema")).rows.empty());
+  CHECK(refusal_reason(run(*driver, "CREATE TABLE t (x)")) == RefusalReason::read_only);
+}
+
+TEST_CASE("sqlite read-write statements commit, and an opened transaction does not outlive the call", "[sqlite]") {
+  Scratch scratch;
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*driver, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+  const Rows inserted = expect<Rows>(run(*driver, "INSERT INTO t VALUES (1), (2), (3)", {}, AccessMode::read_write));
+  REQUIRE(inserted.rows_affected.has_value());
+  CHECK(*inserted.rows_affected == 3);
+  expect<Rows>(run(*driver, "BEGIN", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "INSERT INTO t VALUES (4)", {}, AccessMode::read_write));
+  auto reader = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*reader, "SELECT count(*) FROM t")), 0, 0) == "4");
+  // ATTACH stays closed in read-write mode too: it creates files anywhere.
+  CHECK(refusal_reason(run(*driver, "ATTACH '" + scratch.path("x.db").string() + "' AS x", {}, AccessMode::read_write)) ==
+        RefusalReason::not_permitted);
+  CHECK_FALSE(fs::exists(scratch.path("x.db")));
+  // VACUUM INTO attaches its target while it runs, so it fails the same way.
+  run(*driver, "VACUUM INTO '" + scratch.path("v.db").string() + "'", {}, AccessMode::read_write);
+  CHECK_FALSE(fs::exists(scratch.path("v.db")));
+}
+
+TEST_CASE("sqlite empty statements and oversized statements are refused", "[sqlite]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  CHECK(refusal_reason(run(*driver, "")) == RefusalReason::empty_statement);
+  CHECK(refusal_reason(run(*driver, "  /* nothing */ -- here\n")) == RefusalReason::empty_statement);
+  Limits limits;
+  limits.max_statement_bytes = 8;
+  CHECK(refusal_reason(run(*driver, "SELECT 12345", limits)) == RefusalReason::limit);
+}
+
+TEST_CASE("sqlite time limit stops a runaway recursive query in time", "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  const auto started = std::chrono::steady_clock::now();
+  const auto outcome = run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
+                                    "SELECT count(*) FROM c", limits);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  CHECK(refusal_reason(outcome) == RefusalReason::timeout);
+  CHECK(elapsed >= 300ms);
+  CHECK(elapsed < 2s);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 5")), 0, 0) == "5");
+}
+
+TEST_CASE("sqlite row cap keeps the first rows and counts the withheld one", "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  Limits limits;
+  limits.max_rows = 10;
+  const Rows rows = expect<Rows>(run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) "
+                                              "SELECT n FROM c", limits));
+  REQUIRE(rows.rows.size() == 10);
+  CHECK(cell(rows, 9, 0) == "10");
+  CHECK(rows.truncation == Truncation::row_cap);
+  CHECK(rows.rows_withheld == 1);
+  CHECK(rows.more_unread);
+  const Rows exact = expect<Rows>(run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10) SELECT n FROM c", limits));
+  CHECK(exact.truncation == Truncation::none);
+  CHECK(exact.rows.size() == 10);
+}
+
+TEST_CASE("sqlite byte cap withholds a whole row that does not fit and never shortens a cell", "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  Limits limits;
+  limits.max_bytes = 1 + 100 + 100;
+  const Rows rows = expect<Rows>(run(*driver, "SELECT printf('%.*c', 100, 'x') AS s FROM (VALUES (1), (2), (3))", limits));
+  REQUIRE(rows.rows.size() == 2);
+  CHECK(cell(rows, 1, 0) == std::string(100, 'x'));
+  CHECK(rows.truncation == Truncation::byte_cap);
+  CHECK(rows.rows_withheld == 1);
+  CHECK(rows.bytes == 201);
+  Limits tiny;
+  tiny.max_bytes = 10;
+  const Rows none = expect<Rows>(run(*driver, "SELECT zeroblob(50) AS s", tiny));
+  CHECK(none.rows.empty());
+  CHECK(none.rows_withheld == 1);
+  CHECK(none.truncation == Truncation::byte_cap);
+}
+
+TEST_CASE("sqlite cancel from another thread stops a running statement", "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  Limits limits;
+  limits.statement_timeout = 20s;
+  auto running = std::async(std::launch::async, [&] {
+    return run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c", limits);
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto started = std::chrono::steady_clock::now();
+  driver->cancel();
+  REQUIRE(running.wait_for(5s) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - started < 1s);
+  CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 3")), 0, 0) == "3");
+}
