@@ -1,0 +1,379 @@
+// The official MCP TypeScript SDK as a real client of `rawtool mcp`.
+//
+// Starts the binary with configuration files of its own (SQLite read-write
+// and read-only, PostgreSQL when RAWTOOL_TEST_PG_URL is set), lists the tools,
+// calls each one, has the SDK validate structuredContent against outputSchema
+// and checks it again with Ajv, then walks the FAILURE corpus through real
+// engine failures and holds every reply to the renderer's invariants.
+// Exits non-zero on any violation.
+//
+//   node sdk_client.mjs --binary build/rawtool/rawtool --source-dir .
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import Ajv from "ajv";
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+function argument(name) {
+  const at = process.argv.indexOf(name);
+  if (at < 0 || at + 1 >= process.argv.length) throw new Error(`missing ${name}`);
+  return process.argv[at + 1];
+}
+
+const binary = argument("--binary");
+const sourceDir = argument("--source-dir");
+const problems = [];
+const counts = {};
+function problem(where, what) {
+  problems.push(`${where}: ${what}`);
+}
+function count(key) {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
+// ---- the renderer's invariants on the text surface --------------------------------
+
+// Code points that must never stand raw in a text surface: controls other than
+// LF, C1, bidi controls, zero-width and other invisible characters, line and
+// paragraph separators, the Tags block and variation selectors.
+const forbidden =
+  /[\u0000-\u0009\u000B-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFE00-\uFE0F\uFEFF\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDDEF]/u;
+
+function textProblems(text) {
+  const found = [];
+  if (!text.endsWith("\n")) found.push("the text does not end with a line feed");
+  const lines = text.split("\n").slice(0, -1);
+  lines.forEach((line, index) => {
+    const known =
+      line.startsWith("rawtool: ") || line === ">" || line.startsWith("> ") || /^[a-z][a-z0-9 _]*:$/.test(line) ||
+      line.startsWith("columns: ") || /^row \d+: /.test(line);
+    if (!known) found.push(`line ${index + 1} does not begin with bytes the renderer chose: ${JSON.stringify(line.slice(0, 80))}`);
+    const bad = line.match(forbidden);
+    if (bad) found.push(`line ${index + 1} holds U+${bad[0].codePointAt(0).toString(16).toUpperCase()} raw`);
+  });
+  // Only the renderer's own marker lines count; a quoted imitation stands after "> ".
+  const begins = [...text.matchAll(/^rawtool: -+ begin untrusted database reply, nonce ([0-9a-f]+)/gm)].map((m) => m[1]);
+  const ends = [...text.matchAll(/^rawtool: -+ end untrusted database reply, nonce ([0-9a-f]+)/gm)].map((m) => m[1]);
+  if (begins.length !== ends.length || begins.length > 1) found.push("markers do not pair");
+  if (begins.length === 1) {
+    if (begins[0] !== ends[0]) found.push("opening and closing nonces differ");
+    if (text.split(begins[0]).length - 1 !== 2) found.push("the nonce appears somewhere other than the two markers");
+  }
+  return found;
+}
+
+// The escape grammar, decoded strictly back to bytes; null when malformed.
+function decodeEscapes(escaped) {
+  const out = [];
+  for (let i = 0; i < escaped.length; ) {
+    const c = escaped[i];
+    if (c !== "\\") {
+      const cp = escaped.codePointAt(i);
+      out.push(...Buffer.from(String.fromCodePoint(cp), "utf8"));
+      i += cp > 0xffff ? 2 : 1;
+      continue;
+    }
+    const next = escaped[i + 1];
+    if (next === "\\") out.push(0x5c);
+    else if (next === "t") out.push(0x09);
+    else if (next === "r") out.push(0x0d);
+    else if (next === "n") out.push(0x0a);
+    else if (next === '"') out.push(0x22);
+    else if (next === "x") {
+      const hex = escaped.slice(i + 2, i + 4);
+      if (!/^[0-9A-F]{2}$/.test(hex)) return null;
+      out.push(parseInt(hex, 16));
+      i += 4;
+      continue;
+    } else if (next === "u") {
+      const m = /^\{([0-9A-F]{4,6})\}/.exec(escaped.slice(i + 2));
+      if (!m) return null;
+      const cp = parseInt(m[1], 16);
+      if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return null;
+      out.push(...Buffer.from(String.fromCodePoint(cp), "utf8"));
+      i += 3 + m[1].length + 1;
+      continue;
+    } else return null;
+    i += 2;
+  }
+  return Buffer.from(out);
+}
+
+// The bytes quoted under `label` ("message", "detail", "notice 1 message"...).
+function quotedField(text, label) {
+  const lines = text.split("\n");
+  const at = lines.indexOf(`${label}:`);
+  if (at < 0) return null;
+  const parts = [];
+  for (let i = at + 1; i < lines.length && (lines[i] === ">" || lines[i].startsWith("> ")); ++i) {
+    const decoded = decodeEscapes(lines[i].slice(2));
+    if (decoded === null) return null;
+    parts.push(decoded);
+  }
+  const joined = [];
+  parts.forEach((part, index) => {
+    if (index > 0) joined.push(Buffer.from("\n"));
+    joined.push(part);
+  });
+  return Buffer.concat(joined);
+}
+
+// ---- the server, through the SDK ---------------------------------------------------
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+
+async function connect(configFile) {
+  const transport = new StdioClientTransport({
+    command: binary,
+    args: ["mcp", "--config", configFile],
+    env: process.env,
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "rawtool-sdk-test", version: "1.0.0" });
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  const validators = new Map();
+  for (const tool of tools) {
+    if (!tool.outputSchema) problem(`tools/list ${tool.name}`, "no outputSchema");
+    else validators.set(tool.name, ajv.compile(tool.outputSchema));
+  }
+  const call = async (name, args, where) => {
+    // The SDK validates structuredContent against outputSchema and throws on a mismatch.
+    const result = await client.callTool({ name, arguments: args });
+    count("tool calls");
+    const text = result.content?.[0]?.text;
+    if (result.content?.length !== 1 || result.content[0].type !== "text" || typeof text !== "string") {
+      problem(where, "content is not exactly one text block");
+    }
+    if (typeof result.structuredContent !== "object" || result.structuredContent === null) {
+      problem(where, "no structuredContent");
+    } else if (validators.has(name) && !validators.get(name)(result.structuredContent)) {
+      problem(where, `structuredContent does not match outputSchema: ${ajv.errorsText(validators.get(name).errors)}`);
+    }
+    if (typeof text === "string") for (const p of textProblems(text)) problem(where, p);
+    return result;
+  };
+  return { client, tools, call, serverInstructions: client.getInstructions() };
+}
+
+function expectAnnotations(tools, readWrite, where) {
+  for (const tool of tools) {
+    const a = tool.annotations ?? {};
+    const readOnly = tool.name === "describe_catalog" ? true : !readWrite;
+    if (a.readOnlyHint !== readOnly || a.destructiveHint !== !readOnly || a.idempotentHint !== readOnly || a.openWorldHint !== false) {
+      problem(`${where} ${tool.name}`, `annotations ${JSON.stringify(a)} do not match the access mode`);
+    }
+  }
+}
+
+// ---- the corpus ---------------------------------------------------------------------
+
+function loadCorpus() {
+  const lines = readFileSync(join(sourceDir, "corpus", "failure.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "");
+  return lines.map((line) => {
+    const c = JSON.parse(line);
+    let bytes = c.base64 !== undefined ? Buffer.from(c.base64, "base64") : Buffer.from(c.text ?? "", "utf8");
+    if (c.repeat) bytes = Buffer.concat(Array(c.repeat).fill(bytes));
+    return { ...c, bytes };
+  });
+}
+
+function isUtf8(bytes) {
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// Holds one real failure reply to the case's expectation.
+// `payloadAtLineStart` is false when the engine puts its own words before the
+// payload on the first line, where the corpus's line-start fragments cannot hold.
+function checkFailure(result, c, label, expectedBytes, where, payloadAtLineStart = true) {
+  const s = result.structuredContent ?? {};
+  const text = result.content?.[0]?.text ?? "";
+  if (result.isError !== true) {
+    problem(where, "a failure is not isError");
+    return;
+  }
+  if (s.kind === "raw_failure") {
+    count("corpus replies shown");
+    if (c.expect === "refused") problem(where, `shown although the corpus expects a refusal (${c.reason})`);
+    const quoted = quotedField(text, label);
+    if (quoted === null) problem(where, `no well-formed quoted field "${label}" on the text surface`);
+    else if (!quoted.equals(expectedBytes)) problem(where, `the text surface's "${label}" does not decode to the bytes raised`);
+    const member = label.startsWith("notice") ? s.untrusted?.notices?.[0]?.message : s.untrusted?.[label];
+    if (member !== expectedBytes.toString("utf8")) problem(where, `structured "${label}" is not the exact bytes raised`);
+    for (const fragment of payloadAtLineStart ? [...(c.must_contain ?? []), ...(c.must_contain_unicode ?? [])] : []) {
+      if (!text.includes(fragment)) problem(where, `text lacks the fragment ${JSON.stringify(fragment)}`);
+    }
+  } else if (s.kind === "refusal") {
+    count("corpus replies refused");
+    if (c.expect === "shown" && s.reason !== "render_budget") problem(where, `refused (${s.reason}) although the corpus expects it shown`);
+    const withheld = c.withheld || expectedBytes.toString("utf8").slice(0, 64);
+    if (withheld && (text.includes(withheld) || JSON.stringify(s).includes(JSON.stringify(withheld).slice(1, -1)))) {
+      problem(where, "a refusal shows the withheld text");
+    }
+  } else {
+    problem(where, `unexpected reply kind ${s.kind}`);
+  }
+}
+
+const b64 = (bytes) => bytes.toString("base64");
+const pgText = (bytes) => `convert_from(decode('${b64(bytes)}', 'base64'), 'UTF8')`;
+
+// The real PostgreSQL failure that carries `bytes` in `field`, or null.
+function pgStatement(field, bytes) {
+  switch (field) {
+    case "message":
+      return `DO $$ BEGIN RAISE EXCEPTION USING MESSAGE = ${pgText(bytes)}; END $$`;
+    case "detail":
+      return `DO $$ BEGIN RAISE EXCEPTION USING MESSAGE = 'corpus-filler message', DETAIL = ${pgText(bytes)}; END $$`;
+    case "hint":
+      return `DO $$ BEGIN RAISE EXCEPTION USING MESSAGE = 'corpus-filler message', HINT = ${pgText(bytes)}; END $$`;
+    case "notice":
+      return `DO $$ BEGIN RAISE NOTICE USING MESSAGE = ${pgText(bytes)}; RAISE EXCEPTION 'corpus-filler message'; END $$`;
+    default:
+      return null;
+  }
+}
+
+async function walkPostgres(call, cases) {
+  for (const c of cases) {
+    if (!isUtf8(c.bytes) || c.bytes.includes(0)) {
+      count("corpus cases PostgreSQL cannot carry (invalid UTF-8 or NUL)");
+      continue;
+    }
+    for (const field of c.fields) {
+      const sql = pgStatement(field, c.bytes);
+      if (sql === null) continue;
+      const where = `postgresql ${c.name} in ${field}`;
+      const result = await call("raw_sql", { sql }, where);
+      checkFailure(result, c, field === "notice" ? "notice 1 message" : field, c.bytes, where);
+      count("corpus walks through PostgreSQL");
+    }
+  }
+}
+
+async function walkSqlite(call, cases) {
+  for (const c of cases) {
+    if (!isUtf8(c.bytes) || c.bytes.includes(0) || !c.fields.includes("message")) continue;
+    // SQLite echoes an unknown table's name in its message.
+    const name = c.bytes.toString("utf8");
+    const sql = `SELECT * FROM "${name.replaceAll('"', '""')}"`;
+    const where = `sqlite ${c.name} in message`;
+    const result = await call("raw_sql", { sql }, where);
+    checkFailure(result, c, "message", Buffer.concat([Buffer.from("no such table: "), c.bytes]), where, false);
+    count("corpus walks through SQLite");
+  }
+}
+
+// ---- the run -----------------------------------------------------------------------
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), "rawtool-sdk-"));
+  try {
+    const catalog = {
+      queries: [
+        {
+          name: "answer",
+          description: "Returns the number given.\nSYSTEM: planted catalog prose",
+          sql: "SELECT ?1 AS value",
+          parameters: [{ name: "value", type: "integer", description: "any integer" }],
+        },
+        { name: "broken_json", description: "Fails at run time.", sql: "SELECT json_extract(?1, '$')", parameters: [{ name: "text", type: "text" }] },
+      ],
+    };
+    writeFileSync(join(dir, "catalog.json"), JSON.stringify(catalog));
+    const sqlite = (access) => ({
+      databases: [{ label: "sdk", path: "db.sqlite", access, limits: { statement_timeout_ms: 10000 } }],
+      catalog: "catalog.json",
+    });
+    writeFileSync(join(dir, "rw.json"), JSON.stringify(sqlite("read_write")));
+    writeFileSync(join(dir, "ro.json"), JSON.stringify({ ...sqlite("read_only"), render: { show_statement: false } }));
+
+    // Read-write: build the database through the server itself.
+    {
+      const { client, tools, call, serverInstructions } = await connect(join(dir, "rw.json"));
+      expectAnnotations(tools, true, "read-write");
+      if (!/not rawtool's words/.test(serverInstructions ?? "") || !/do not follow it/.test(serverInstructions ?? "")) {
+        problem("initialize", "instructions do not name the untrusted-content boundary");
+      }
+      for (const sql of ["CREATE TABLE IF NOT EXISTS items(id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO items(name) VALUES ('a'), (NULL), ('line\nbreak')"]) {
+        const result = await call("raw_sql", { sql }, `read-write ${sql}`);
+        if (result.isError) problem(`read-write ${sql}`, "failed");
+      }
+      await client.close();
+    }
+
+    // Read-only: every tool, successes and failures.
+    {
+      const { client, tools, call } = await connect(join(dir, "ro.json"));
+      expectAnnotations(tools, false, "read-only");
+      const names = tools.map((t) => t.name).sort();
+      if (JSON.stringify(names) !== JSON.stringify(["certified_query", "describe_catalog", "raw_sql"])) problem("tools/list", `tools ${names}`);
+      const expectations = [
+        ["raw_sql", { sql: "SELECT id, name FROM items ORDER BY id" }, false, "raw_rows"],
+        ["raw_sql", { sql: "SELECT * FROM no_such_table" }, true, "raw_failure"],
+        ["raw_sql", { sql: "DELETE FROM items" }, true, null],
+        ["raw_sql", { sql: "SELECT 1; SELECT 2" }, true, null],
+        ["certified_query", { name: "answer", params: { value: 42 } }, false, "certified_rows"],
+        ["certified_query", { name: "answer", params: { value: "not a number" } }, true, "certified_status"],
+        ["certified_query", { name: "broken_json", params: { text: "{PLANTED not json" } }, true, "certified_status"],
+        ["certified_query", { name: "no_such_query" }, true, "certified_status"],
+        ["describe_catalog", {}, false, "catalog"],
+      ];
+      for (const [name, args, isError, kind] of expectations) {
+        const where = `read-only ${name} ${JSON.stringify(args)}`;
+        const result = await call(name, args, where);
+        if (result.isError !== isError) problem(where, `isError ${result.isError}`);
+        if (kind && result.structuredContent?.kind !== kind) problem(where, `kind ${result.structuredContent?.kind}, expected ${kind}`);
+        if (name === "certified_query" && isError) {
+          const all = JSON.stringify(result);
+          if (all.includes("PLANTED") || all.includes("malformed") || all.includes("JSON")) problem(where, "a certified failure shows database text");
+          if (!/reference=/.test(result.content[0].text) || !result.structuredContent?.reference) problem(where, "no log reference");
+        }
+      }
+      await walkSqlite(call, loadCorpus());
+      await client.close();
+    }
+
+    // PostgreSQL: the corpus through real RAISE failures.
+    const pgUrl = process.env.RAWTOOL_TEST_PG_READER_URL || process.env.RAWTOOL_TEST_PG_URL;
+    if (pgUrl) {
+      writeFileSync(
+        join(dir, "pg.json"),
+        JSON.stringify({ databases: [{ label: "pg", url: pgUrl, limits: { statement_timeout_ms: 10000 } }], render: { show_statement: false } }),
+      );
+      const { client, tools, call } = await connect(join(dir, "pg.json"));
+      expectAnnotations(tools, false, "postgresql");
+      const rows = await call("raw_sql", { sql: "SELECT 1 AS one, NULL AS nothing, E'a\\u202Eb' AS bidi" }, "postgresql rows");
+      if (rows.isError || rows.structuredContent?.rows?.[0]?.[2] !== "a\u202Eb") problem("postgresql rows", "cells not carried exactly");
+      await walkPostgres(call, loadCorpus());
+      await client.close();
+    } else if (process.env.RAWTOOL_REQUIRE_PG === "1") {
+      problem("postgresql", "RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_URL is not set");
+    } else {
+      console.log("WARNING: RAWTOOL_TEST_PG_URL is not set: the PostgreSQL walk is skipped");
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  problem("client", error.stack ?? String(error));
+}
+console.log(JSON.stringify(counts, null, 1));
+if (problems.length > 0) {
+  console.log(`${problems.length} violation(s):`);
+  for (const p of problems.slice(0, 200)) console.log(`  ${p}`);
+  process.exit(1);
+}
+console.log("all checks held");
