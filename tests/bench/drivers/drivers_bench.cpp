@@ -1,0 +1,155 @@
+// Per-statement overhead of the PostgreSQL driver against bare libpq on the
+// same kind of connection, and memory and time of a 2,000,000-row query.
+//
+//   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter=select1
+//   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter='rows2m/driver_default_caps$'
+//
+// Peak RSS (ru_maxrss) only grows within a process, so run each rows2m
+// benchmark alone (one filter per process) to read its own peak.
+#include <rawtool/driver.hpp>
+
+#include <benchmark/benchmark.h>
+#include <libpq-fe.h>
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <variant>
+
+namespace {
+
+std::string url() {
+  const char* value = std::getenv("RAWTOOL_TEST_PG_READER_URL");
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+using Connection = std::unique_ptr<PGconn, decltype(&PQfinish)>;
+using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+Connection connect_bare(benchmark::State& state) {
+  Connection connection(PQconnectdb(url().c_str()), &PQfinish);
+  if (PQstatus(connection.get()) != CONNECTION_OK) state.SkipWithError("set RAWTOOL_TEST_PG_READER_URL to a reachable server");
+  return connection;
+}
+
+/// Bare libpq: one PQexecParams round trip, no wrapping.
+void select1_bare_libpq(benchmark::State& state) {
+  Connection connection = connect_bare(state);
+  for (auto _ : state) {
+    Result result(PQexecParams(connection.get(), "SELECT 1", 0, nullptr, nullptr, nullptr, nullptr, 0), &PQclear);
+    if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) state.SkipWithError("SELECT 1 failed");
+    benchmark::DoNotOptimize(PQgetvalue(result.get(), 0, 0));
+  }
+}
+
+/// Bare libpq doing the driver's wrapping by hand: the same five messages
+/// and three syncs in one pipeline, results read and dropped.
+void select1_bare_libpq_wrapped(benchmark::State& state) {
+  Connection connection = connect_bare(state);
+  PGconn* conn = connection.get();
+  const auto send = [&](const char* sql) { PQsendQueryParams(conn, sql, 0, nullptr, nullptr, nullptr, nullptr, 0); };
+  for (auto _ : state) {
+    PQenterPipelineMode(conn);
+    send("BEGIN READ ONLY");
+    send("SELECT pg_catalog.set_config('statement_timeout', '5000', true), pg_catalog.set_config('lock_timeout', "
+         "'1000', true), pg_catalog.set_config('idle_in_transaction_session_timeout', '9000', true)");
+    send("SELECT 1");
+    PQpipelineSync(conn);
+    send("ROLLBACK");
+    PQpipelineSync(conn);
+    send("DISCARD ALL");
+    PQpipelineSync(conn);
+    for (int syncs = 0; syncs < 3;) {
+      Result result(PQgetResult(conn), &PQclear);
+      if (result == nullptr) continue;  // the end of one query's results
+      const ExecStatusType status = PQresultStatus(result.get());
+      if (status == PGRES_PIPELINE_SYNC) ++syncs;
+      else if (status == PGRES_FATAL_ERROR) state.SkipWithError("the wrapped pipeline failed");
+      else if (status == PGRES_TUPLES_OK) benchmark::DoNotOptimize(PQgetvalue(result.get(), 0, 0));
+    }
+    PQexitPipelineMode(conn);
+  }
+}
+
+void run_driver(benchmark::State& state, rawtool::AccessMode mode) {
+  auto driver = rawtool::make_postgres_driver(url());
+  const rawtool::Limits limits;
+  for (auto _ : state) {
+    const rawtool::Outcome outcome = driver->execute("SELECT 1", {}, limits, mode);
+    if (!std::holds_alternative<rawtool::Rows>(outcome)) {
+      state.SkipWithError("SELECT 1 did not return rows");
+      break;
+    }
+    benchmark::DoNotOptimize(outcome);
+  }
+}
+
+void select1_driver_read_only(benchmark::State& state) { run_driver(state, rawtool::AccessMode::read_only); }
+void select1_driver_read_write(benchmark::State& state) { run_driver(state, rawtool::AccessMode::read_write); }
+
+constexpr const char* two_million_streamed = "SELECT generate_series(1, 2000000) AS n";
+constexpr const char* two_million_materialized = "SELECT n FROM generate_series(1, 2000000) AS n";
+
+void run_rows(benchmark::State& state, const char* sql, rawtool::Limits limits) {
+  auto driver = rawtool::make_postgres_driver(url());
+  const double rss_before = peak_rss_mib();
+  std::size_t kept = 0;
+  for (auto _ : state) {
+    const rawtool::Outcome outcome = driver->execute(sql, {}, limits, rawtool::AccessMode::read_only);
+    const auto* rows = std::get_if<rawtool::Rows>(&outcome);
+    if (rows == nullptr) {
+      state.SkipWithError("the query did not return rows");
+      break;
+    }
+    kept = rows->rows.size();
+  }
+  state.counters["rows_kept"] = static_cast<double>(kept);
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.counters["rss_before_MiB"] = rss_before;
+}
+
+void rows2m_driver_default_caps(benchmark::State& state) { run_rows(state, two_million_streamed, {}); }
+void rows2m_driver_default_caps_materialized(benchmark::State& state) { run_rows(state, two_million_materialized, {}); }
+
+/// Caps raised so every row is read and kept: memory is the kept rows, not a
+/// buffered copy of the result.
+void rows2m_driver_caps_raised(benchmark::State& state) {
+  rawtool::Limits limits;
+  limits.max_rows = 3'000'000;
+  limits.max_bytes = 512ULL * 1024 * 1024;
+  limits.statement_timeout = std::chrono::milliseconds(60'000);
+  run_rows(state, two_million_streamed, limits);
+}
+
+/// Bare libpq PQexec of the same query: libpq holds the whole result.
+void rows2m_bare_libpq(benchmark::State& state) {
+  Connection connection = connect_bare(state);
+  const double rss_before = peak_rss_mib();
+  for (auto _ : state) {
+    Result result(PQexec(connection.get(), two_million_streamed), &PQclear);
+    if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) state.SkipWithError("the query failed");
+    benchmark::DoNotOptimize(PQntuples(result.get()));
+  }
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+  state.counters["rss_before_MiB"] = rss_before;
+}
+
+}  // namespace
+
+BENCHMARK(select1_bare_libpq)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_bare_libpq_wrapped)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_driver_read_only)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_driver_read_write)->Unit(benchmark::kMicrosecond);
+BENCHMARK(rows2m_driver_default_caps)->Unit(benchmark::kMillisecond);
+BENCHMARK(rows2m_driver_default_caps_materialized)->Unit(benchmark::kMillisecond);
+BENCHMARK(rows2m_driver_caps_raised)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(rows2m_bare_libpq)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+BENCHMARK_MAIN();
