@@ -181,11 +181,12 @@ int main(int argc, char** argv) {
   if (cls[0x301] != combining || cls[0xE9] != plain || cls[0x4E2D] != plain || cls[0x1F600] != plain)
     fail("unexpected classes for U+0301/U+00E9/U+4E2D/U+1F600: wrong input files?");
 
-  std::vector<std::vector<std::uint8_t>> blocks;
-  std::map<std::vector<std::uint8_t>, std::size_t> block_index;
+  // Blocks are keyed as strings of class bytes: equal blocks share one entry.
+  std::vector<std::string> blocks;
+  std::map<std::string, std::size_t> block_index;
   std::vector<std::size_t> stage1;
   for (std::uint32_t start = 0; start < code_space; start += block_size) {
-    std::vector<std::uint8_t> block(cls.begin() + start, cls.begin() + start + block_size);
+    std::string block(cls.begin() + start, cls.begin() + start + block_size);
     auto [it, inserted] = block_index.emplace(block, blocks.size());
     if (inserted) blocks.push_back(block);
     stage1.push_back(it->second);
@@ -204,7 +205,7 @@ int main(int argc, char** argv) {
   out << "\n};\n\nconst std::uint8_t unicode_stage2[" << blocks.size() * block_size << "] = {";
   for (const auto& block : blocks) {
     out << "\n ";
-    for (auto v : block) out << ' ' << static_cast<int>(v) << ',';
+    for (char v : block) out << ' ' << static_cast<int>(v) << ',';
   }
   out << "\n};\n\nconst SqlstateName sqlstate_names[" << sqlstates.size() << "] = {\n";
   for (const auto& s : sqlstates) out << "  {\"" << s.code << "\", \"" << s.name << "\"},\n";
