@@ -1,0 +1,53 @@
+# Installs the development component into a fresh prefix, then builds and
+# runs a consumer against it twice: with find_package(rawtool), and with
+# pkg-config's rawtool.pc. Arguments: -DBINARY_DIR= -DSOURCE_DIR= -DWORK_DIR=
+#   -DCXX= -DGENERATOR=
+cmake_minimum_required(VERSION 3.25)
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  message(STATUS "${what}: ok")
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+run_step("install" ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${prefix}" --component rawtool_development)
+foreach(expected include/rawtool/tool.hpp include/rawtool/config.hpp include/rawtool/catalog.hpp
+                 include/rawtool/driver.hpp include/rawtool/render/surface.hpp include/rawtool/untrusted.hpp)
+  if(NOT EXISTS "${prefix}/${expected}")
+    message(FATAL_ERROR "the installed tree lacks ${expected}")
+  endif()
+endforeach()
+if(EXISTS "${prefix}/include/rawtool/detail" OR EXISTS "${prefix}/include/detail")
+  message(FATAL_ERROR "a private detail header was installed")
+endif()
+
+# find_package(rawtool), as a CMake gateway would.
+run_step("configure the consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/rawtool/consumer" -B "${WORK_DIR}/cmake-build"
+         -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix})
+run_step("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/cmake-build")
+run_step("run the consumer" "${WORK_DIR}/cmake-build/rawtool_consumer")
+if(NOT step_output MATCHES "row 1: ")
+  message(FATAL_ERROR "the consumer's reply has no row line:\n${step_output}")
+endif()
+
+# pkg-config, as a gateway with its own build system would.
+file(GLOB_RECURSE pc_files "${prefix}/*/rawtool.pc")
+list(LENGTH pc_files pc_count)
+if(NOT pc_count EQUAL 1)
+  message(FATAL_ERROR "expected one installed rawtool.pc, found: ${pc_files}")
+endif()
+get_filename_component(pc_dir "${pc_files}" DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+find_program(PKG_CONFIG pkg-config REQUIRED)
+run_step("pkg-config" ${PKG_CONFIG} --cflags --libs rawtool)
+string(STRIP "${step_output}" flags)
+separate_arguments(flags UNIX_COMMAND "${flags}")
+run_step("compile with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/main.cpp"
+         -o "${WORK_DIR}/pkg-config-consumer" ${flags})
+run_step("run the pkg-config consumer" "${WORK_DIR}/pkg-config-consumer")
+file(REMOVE_RECURSE "${WORK_DIR}")
