@@ -210,12 +210,14 @@ TEST_CASE("rawtool render --json parses and carries the exact bytes of every fie
 }
 
 TEST_CASE("base64 fields round trip through rawtool render on both surfaces", "[cli][render]") {
-  const std::string bytes = std::string("\xED\xA0\x80 surrogate, \xF4\x90\x80\x80 past U+10FFFF, \xE2\x82 cut", 38);
+  constexpr char raw[] = "\xED\xA0\x80 surrogate, \xF4\x90\x80\x80 past U+10FFFF, \xE2\x82 cut, \x00 NUL";
+  const std::string bytes(raw, sizeof raw - 1);
+  // The plain {"base64": ...} form a gateway writes.
+  const json encoded = rawtool::render::to_json(rawtool::Untrusted(bytes)).at("base64");
   for (const char* field : {"message", "detail", "hint", "context", "statement"}) {
     DYNAMIC_SECTION(field) {
-      json in = {{"engine", "postgresql"},
-                 {"message", "filler"},
-                 {field, {{"base64", "7aCAIHN1cnJvZ2F0ZSwg9JCAgCBwYXN0IFUrMTBGRkZGLCDigiBjdXQ="}}}};
+      json in = {{"engine", "postgresql"}, {"message", "filler"}};
+      in[field] = {{"base64", encoded}};
       const auto text = render(in.dump());
       REQUIRE(text.exit_status == 0);
       CHECK(rawtool::test::text_surface_problems(text.out).empty());
