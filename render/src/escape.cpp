@@ -77,6 +77,9 @@ inline std::size_t plain_ascii_prefix(const unsigned char* p, std::size_t n) {
     if (bad != 0) return i;
   }
 #endif
+  // The tail, shorter than one bulk step, byte by byte.
+  static constexpr auto plain = plain_ascii(Cell);
+  while (i < n && p[i] < 0x80 && plain[p[i]]) ++i;
   return i;
 }
 
@@ -148,6 +151,7 @@ enum class Lead : std::uint8_t {
   two = 2,
   three = 3,
   four = 4,
+  newline = 5,  // LF when quoting lines: ends one quoted line and starts the next
 };
 struct LeadInfo {
   Lead kind;
@@ -155,7 +159,7 @@ struct LeadInfo {
   std::uint8_t second_hi;
 };
 
-constexpr std::array<LeadInfo, 256> make_leads(bool cell) {
+constexpr std::array<LeadInfo, 256> make_leads(bool cell, bool lines) {
   std::array<LeadInfo, 256> table{};
   const auto plain = plain_ascii(cell);
   for (unsigned b = 0; b < 256; ++b) {
@@ -165,23 +169,27 @@ constexpr std::array<LeadInfo, 256> make_leads(bool cell) {
     else if (b >= 0xF0 && b <= 0xF4) table[b] = {Lead::four, static_cast<std::uint8_t>(b == 0xF0 ? 0x90 : 0x80), static_cast<std::uint8_t>(b == 0xF4 ? 0x8F : 0xBF)};
     else table[b] = {Lead::escape, 0, 0};
   }
+  if (lines) table['\n'] = {Lead::newline, 0, 0};
   return table;
 }
 
 inline bool continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
 
-// The first code point of `bytes` counts as the start of a line or cell.
+// Escapes `bytes`; the first code point counts as the start of a line or
+// cell. With Lines, each LF instead ends the quoted line and writes LF and
+// `prefix` (the caller writes the first prefix and the last LF).
 //
 // One table load classifies each lead byte, and the validity of a multi-byte
 // sequence is one combined test: hostile input mixes byte kinds at random, so
 // every data-dependent branch saved is a misprediction saved.
-template <bool Cell>
-void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only) {
-  static constexpr auto leads = make_leads(Cell);
+template <bool Cell, bool Lines>
+void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only, std::string_view prefix) {
+  static constexpr auto leads = make_leads(Cell, Lines);
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t n = bytes.size();
   std::size_t run = 0;  // start of the bytes not yet copied: they need no escape
   std::size_t i = 0;
+  std::size_t line_start = 0;  // a combining mark here would combine with the prefix
   auto flush = [&] {
     if (i > run) w.copy(bytes.data() + run, i - run);
   };
@@ -193,7 +201,7 @@ void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only) {
   // A valid code point: copied, or escaped when its class (or ascii_only) says so.
   auto code_point = [&](char32_t cp, std::size_t len) {
     const CodePointClass cls = code_point_class(cp);
-    if (!ascii_only && (cls == CodePointClass::plain || (cls == CodePointClass::combining && i != 0))) {
+    if (!ascii_only && (cls == CodePointClass::plain || (cls == CodePointClass::combining && i != line_start))) {
       i += len;
       return;
     }
@@ -230,6 +238,12 @@ void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only) {
           code_point(static_cast<char32_t>(((b & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) | (p[i + 3] & 0x3Fu)), 4);
         else escape_byte(b);
         break;
+      case Lead::newline:
+        flush();
+        w.copy("\n", 1);
+        w.copy(prefix);
+        line_start = run = ++i;
+        break;
     }
   }
   flush();
@@ -240,23 +254,16 @@ void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only) {
 void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
   out.reserve(out.size() + bytes.size() + 8);
   EscapeWriter w(out);
-  if (context == EscapeContext::cell) escape_into<true>(w, bytes, ascii_only);
-  else escape_into<false>(w, bytes, ascii_only);
+  if (context == EscapeContext::cell) escape_into<true, false>(w, bytes, ascii_only, {});
+  else escape_into<false, false>(w, bytes, ascii_only, {});
 }
 
 void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
   out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
   EscapeWriter w(out);
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t lf = bytes.find('\n', start);
-    const std::size_t end = lf == std::string_view::npos ? bytes.size() : lf;
-    w.copy(prefix);
-    escape_into<false>(w, bytes.substr(start, end - start), ascii_only);
-    w.copy("\n", 1);
-    if (lf == std::string_view::npos) return;
-    start = lf + 1;
-  }
+  w.copy(prefix);
+  escape_into<false, true>(w, bytes, ascii_only, prefix);
+  w.copy("\n", 1);
 }
 
 }  // namespace rawtool::render::detail

@@ -1,5 +1,6 @@
 // Throughput of escaping and per-line quoting on clean ASCII, mixed UTF-8 and
-// hostile-dense input, each beside memcpy of the same bytes in the same run.
+// hostile-dense input (a random mix of every kind of byte and code point that
+// must be escaped: the worst case for branch prediction), each beside memcpy of the same bytes in the same run.
 // Figures are bytes of input per second (SetBytesProcessed).
 
 #include <rawtool/render/escape.hpp>
@@ -40,12 +41,19 @@ const std::vector<std::string> hostile_pieces = {"\x1b",         "\x07",        
                                                  "\xc2\x85",     "\xc2\x9b",     "\x9b",         "\xe2\x80\xae", "\xe2\x81\xa6", "\xe2\x80\x8b",
                                                  "\xe2\x80\xa8", "\xf3\xa0\x81\xa7", "\xef\xb8\x8f", "\xc0\xaf", "\xed\xa0\x80", "\xff", std::string(1, '\0')};
 
-enum class Kind { clean, mixed, hostile };
+// Two more hostile shapes, each one technique repeated: tag-smuggled ASCII
+// (every code point from the Tags block) and terminal control sequences.
+const std::vector<std::string> tag_pieces = {"\xf3\xa0\x81\xa7", "\xf3\xa0\x81\xa2", "\xf3\xa0\x81\xa5", "\xf3\xa0\x80\xa0", "\xf3\xa0\x81\xbf"};
+const std::vector<std::string> ansi_pieces = {"\x1b[2J", "\x1b[1;1H", "\x1b]0;title\x07", "\x1b]8;;http://x.invalid\x07", "link", "\x1b]8;;\x07", "\x9b" "31m"};
+
+enum class Kind { clean, mixed, hostile, tags, ansi };
 
 const std::string& input(Kind kind, bool with_lines) {
-  static const std::string inputs[2][3] = {
-      {repeat_to_size(clean_pieces, false, 1), repeat_to_size(mixed_pieces, false, 2), repeat_to_size(hostile_pieces, false, 3)},
-      {repeat_to_size(clean_pieces, true, 1), repeat_to_size(mixed_pieces, true, 2), repeat_to_size(hostile_pieces, true, 3)},
+  static const std::string inputs[2][5] = {
+      {repeat_to_size(clean_pieces, false, 1), repeat_to_size(mixed_pieces, false, 2), repeat_to_size(hostile_pieces, false, 3),
+       repeat_to_size(tag_pieces, false, 4), repeat_to_size(ansi_pieces, false, 5)},
+      {repeat_to_size(clean_pieces, true, 1), repeat_to_size(mixed_pieces, true, 2), repeat_to_size(hostile_pieces, true, 3),
+       repeat_to_size(tag_pieces, true, 4), repeat_to_size(ansi_pieces, true, 5)},
   };
   return inputs[with_lines ? 1 : 0][static_cast<int>(kind)];
 }
@@ -98,6 +106,10 @@ BENCHMARK_CAPTURE(quote, mixed_utf8_lines, Kind::mixed);
 BENCHMARK_CAPTURE(memcpy_baseline, hostile_dense, Kind::hostile);
 BENCHMARK_CAPTURE(escape, hostile_dense_line, Kind::hostile, EscapeContext::line);
 BENCHMARK_CAPTURE(quote, hostile_dense_lines, Kind::hostile);
+BENCHMARK_CAPTURE(memcpy_baseline, hostile_tags, Kind::tags);
+BENCHMARK_CAPTURE(escape, hostile_tags_line, Kind::tags, EscapeContext::line);
+BENCHMARK_CAPTURE(memcpy_baseline, hostile_ansi, Kind::ansi);
+BENCHMARK_CAPTURE(escape, hostile_ansi_line, Kind::ansi, EscapeContext::line);
 
 }  // namespace
 
