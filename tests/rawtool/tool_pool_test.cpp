@@ -11,7 +11,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -290,4 +295,61 @@ TEST_CASE("log lines go to the sink as one JSON object each", "[tool][log]") {
   CHECK(record["status"] == "not_found");
   CHECK(record["query"] == "nope");
   CHECK(record["reference"].get<std::string>().rfind("ref-", 0) == 0);
+}
+
+TEST_CASE("without a log sink, each log line goes to stderr as one JSON line", "[tool][log]") {
+  rawtool::test::TempDir dir;
+  dir.write("rawtool.json", R"({"databases": [{"path": "x.db"}]})");
+  auto tool = rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"));
+  const std::filesystem::path captured = dir.path() / "stderr.txt";
+
+  std::fflush(stderr);
+  int saved = ::dup(2);
+  REQUIRE(saved >= 0);
+  int fd = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  ::dup2(fd, 2);
+  rawtool::Reply first = tool->certified("nope", nullptr);
+  rawtool::Reply second = tool->certified("CANARY\nforged line", nullptr);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(fd);
+
+  std::ifstream in(captured);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 2);
+  nlohmann::json a = nlohmann::json::parse(lines[0]);
+  nlohmann::json b = nlohmann::json::parse(lines[1]);
+  CHECK(a["reference"] == first.structured["reference"]);
+  CHECK(b["reference"] == second.structured["reference"]);
+  CHECK(b["query"] == "CANARY\nforged line");  // carried inside the JSON string, escaped
+}
+
+TEST_CASE("a log sink that throws does not lose the line", "[tool][log]") {
+  rawtool::test::TempDir dir;
+  dir.write("rawtool.json", R"({"databases": [{"path": "x.db"}]})");
+  rawtool::ToolOptions options;
+  int calls = 0;
+  options.log = [&](std::string_view) {
+    ++calls;
+    throw std::runtime_error("sink down");
+  };
+  auto tool = rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"), std::move(options));
+  std::fflush(stderr);
+  int saved = ::dup(2);
+  int fd = ::open((dir.path() / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(fd, 2);
+  rawtool::Reply reply = tool->certified("nope", nullptr);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(fd);
+  CHECK(calls == 1);
+  CHECK(reply.structured["status"] == "not_found");
+  std::ifstream in(dir.path() / "stderr.txt");
+  std::string line;
+  REQUIRE(std::getline(in, line));
+  CHECK(nlohmann::json::parse(line)["reference"] == reply.structured["reference"]);
 }

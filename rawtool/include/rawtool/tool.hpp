@@ -48,7 +48,8 @@ struct CallOptions {
 
 /// Receives one complete log line (a JSON object serialised with render::dump,
 /// no trailing newline). Called from the calling thread of a tool call;
-/// may be called from many threads at once.
+/// may be called from many threads at once. If it throws, the line goes to
+/// stderr instead.
 using LogSink = std::function<void(std::string_view line)>;
 
 /// Makes the driver for one pooled connection. Called lazily, from a calling

@@ -188,10 +188,14 @@ struct Tool::Impl {
   void write_log(const nlohmann::json& record) const {
     std::string line = render::dump(record);
     if (log) {
-      log(line);
-    } else {
-      write_to_stderr(line);
+      try {
+        log(line);
+        return;
+      } catch (...) {
+        // A sink that fails must not lose the line a reply's reference points at.
+      }
     }
+    write_to_stderr(line);
   }
 
   Execution execute(const Database& db, std::string_view sql, std::span<const Parameter> params, AccessMode mode,
