@@ -173,7 +173,7 @@ public:
   }
 
 private:
-  enum class Stop { none, cancelled_by_caller, deadline_cancel, gave_up, broken };
+  enum class Stop { none, deadline_cancel, gave_up, broken, abandoned };
 
   std::optional<Unavailable> connect();
   void disconnect() noexcept;
@@ -186,6 +186,11 @@ private:
   /// the deadline it cancels once, and after a further grace it gives up.
   /// Returns null at the end of each query's results, or when stopped.
   Result next_result();
+  /// Waits until input arrives and reads it, under the same deadline rules.
+  /// False when the call must stop (given up, or the connection broke).
+  bool wait_for_input();
+  /// Reads and drops a COPY TO STDOUT stream after cancelling it.
+  void discard_copy_out();
   void send_cancel() noexcept;
   Outcome read_statement(const Limits& limits, Clock::time_point started);
   bool drain_query();
@@ -282,14 +287,13 @@ void PostgresDriver::send_cancel() noexcept {
   PQcancel(canceller_, complaint, sizeof complaint);
 }
 
-Result PostgresDriver::next_result() {
-  if (stop_ == Stop::gave_up || stop_ == Stop::broken) return nullptr;
-  while (PQisBusy(conn_) == 1) {
+bool PostgresDriver::wait_for_input() {
+  for (;;) {
     const auto now = Clock::now();
     if (now >= deadline_) {
       if (cancel_sent_) {
         stop_ = Stop::gave_up;
-        return nullptr;
+        return false;
       }
       send_cancel();
       cancel_sent_ = true;
@@ -302,13 +306,36 @@ Result PostgresDriver::next_result() {
     const int ready = poll(&socket, 1, static_cast<int>(std::min<long long>(wait, 60'000)));
     if (ready < 0 && errno != EINTR) {
       stop_ = Stop::broken;
-      return nullptr;
+      return false;
     }
-    if (ready > 0 && PQconsumeInput(conn_) == 0) break;  // PQgetResult reports the broken connection
+    if (ready > 0) {
+      if (PQconsumeInput(conn_) == 0) stop_ = Stop::broken;
+      return stop_ != Stop::broken;
+    }
   }
+}
+
+Result PostgresDriver::next_result() {
+  if (stop_ == Stop::gave_up || stop_ == Stop::broken || stop_ == Stop::abandoned) return nullptr;
+  while (PQisBusy(conn_) == 1) {
+    if (!wait_for_input()) break;
+  }
+  if (stop_ == Stop::gave_up) return nullptr;
   Result result(PQgetResult(conn_));
   if (PQstatus(conn_) == CONNECTION_BAD) stop_ = Stop::broken;
   return result;
+}
+
+void PostgresDriver::discard_copy_out() {
+  send_cancel();
+  for (;;) {
+    char* buffer = nullptr;
+    const int received = PQgetCopyData(conn_, &buffer, 1);
+    if (buffer != nullptr) PQfreemem(buffer);
+    if (received > 0) continue;
+    if (received < 0) return;  // -1: the copy ended; -2: the connection failed (next_result sees it)
+    if (!wait_for_input()) return;
+  }
 }
 
 bool PostgresDriver::drain_query() {
@@ -442,9 +469,12 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
       case PGRES_COPY_OUT:
       case PGRES_COPY_IN:
       case PGRES_COPY_BOTH:
-        // COPY to or from the client has no place in a reply; end it.
-        if (PQresultStatus(r) == PGRES_COPY_IN) PQputCopyEnd(conn_, "COPY from the client is not supported");
-        else send_cancel();
+        // COPY to or from the client has no place in a reply. A copy out is
+        // cancelled and its data dropped. A copy in cannot be ended inside a
+        // pipeline (libpq's CopyFail adds a Sync of its own), so the
+        // connection is given up: closing it rolls the statement back.
+        if (PQresultStatus(r) == PGRES_COPY_OUT) discard_copy_out();
+        else stop_ = Stop::abandoned;
         outcome = refuse(RefusalReason::not_permitted, "COPY to or from the client is not supported.");
         break;
       case PGRES_FATAL_ERROR:
@@ -452,7 +482,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
         if (truncation_cancelled && sqlstate_is(r, "57014")) {
           break;  // our own cancel after the cap: the rest stays unread
         }
-        if (stop_ == Stop::broken) break;
+        if (stop_ == Stop::broken || outcome.has_value()) break;  // the COPY already refused; this is its end
         if (sqlstate_is(r, "57014") && cancel_requested_.load()) {
           outcome = refuse(RefusalReason::cancelled, "The statement was cancelled.");
         } else if (sqlstate_is(r, "57014") &&
@@ -613,6 +643,10 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   clean = drain_query() && expect_sync() && clean;
 
   if (stop_ == Stop::broken) return broken_connection();
+  if (stop_ == Stop::abandoned) {
+    disconnect();
+    return outcome;
+  }
   if (stop_ == Stop::gave_up) {
     disconnect();  // the server did not answer even a cancel: this connection cannot be trusted
     return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");

@@ -435,3 +435,65 @@ TEST_CASE("read-only mode refuses a role that can write server files or run prog
   auto reader = rawtool::make_postgres_driver(*reader_url);
   CHECK(cell(expect<Rows>(run(*reader, "SELECT 1")), 0, 0) == "1");
 }
+
+TEST_CASE("COPY to or from the client is refused and the connection stays usable", "[postgres]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
+    CHECK(refusal_reason(run(*driver, "COPY (SELECT generate_series(1, 1000000)) TO STDOUT", {}, mode)) ==
+          RefusalReason::not_permitted);
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 1", {}, mode)), 0, 0) == "1");
+    pg_admin("DROP TABLE IF EXISTS drivers_copy_in; CREATE TABLE drivers_copy_in (x int)");
+    const auto copy_in = run(*driver, "COPY drivers_copy_in FROM STDIN", {}, mode);
+    if (mode == AccessMode::read_only) {
+      CHECK(bytes_of(expect<Failure>(copy_in).sqlstate) == "25006");  // the server refuses before any copying
+    } else {
+      CHECK(refusal_reason(copy_in) == RefusalReason::not_permitted);
+    }
+    CHECK(pg_admin("SELECT count(*) FROM drivers_copy_in") == "0");
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 2", {}, mode)), 0, 0) == "2");
+  }
+  pg_admin("DROP TABLE drivers_copy_in");
+}
+
+TEST_CASE("a flood of notices is kept within the byte cap", "[postgres][limits]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  Limits limits;
+  limits.max_bytes = 4096;
+  const auto outcome = run(*driver,
+                           "DO $$BEGIN FOR i IN 1..20000 LOOP RAISE NOTICE 'notice %', i; END LOOP; "
+                           "RAISE EXCEPTION 'done'; END$$", limits);
+  const Failure& failure = expect<Failure>(outcome);
+  CHECK(bytes_of(failure.message) == "done");
+  REQUIRE_FALSE(failure.notices.empty());
+  CHECK(bytes_of(failure.notices[0].message) == "notice 1");
+  std::uint64_t kept = 0;
+  for (const auto& notice : failure.notices) {
+    kept += notice.severity.size() + notice.sqlstate.size() + notice.message.size() + notice.detail.size() +
+            notice.hint.size() + notice.context.size();
+  }
+  CHECK(kept <= limits.max_bytes);
+  CHECK(failure.notices.size() < 20000);
+}
+
+TEST_CASE("lock_timeout ends a wait for a lock as the database's failure", "[postgres][limits]") {
+  const auto url = pg_url();
+  if (!url) return;
+  pg_admin("DROP TABLE IF EXISTS drivers_locked; CREATE TABLE drivers_locked (x int)");
+  std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(url->c_str()), &PQfinish);
+  REQUIRE(PQstatus(holder.get()) == CONNECTION_OK);
+  PQclear(PQexec(holder.get(), "BEGIN; LOCK TABLE drivers_locked IN ACCESS EXCLUSIVE MODE"));
+  auto driver = superuser_driver(*url);
+  Limits limits;
+  limits.lock_timeout = 200ms;
+  const auto started = std::chrono::steady_clock::now();
+  const Failure failure = expect<Failure>(run(*driver, "SELECT * FROM drivers_locked", limits));
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  CHECK(bytes_of(failure.sqlstate) == "55P03");
+  PQclear(PQexec(holder.get(), "ROLLBACK"));
+  holder.reset();
+  pg_admin("DROP TABLE drivers_locked");
+}
