@@ -12,6 +12,19 @@ namespace rawtool::render {
 /// trailer carrying a fresh nonce that no cell can forge. Structured: columns
 /// (names, type names), rows (null, string, or the bytes object of to_json),
 /// truncation members and provenance members. Thread-safe.
+///
+/// Text: "rawtool: result: ..." header; "columns: "name" (type "t") | ..." (or
+/// "(type unknown)", or "(none)"); "row N: "cell" | NULL | ..."; when rows were
+/// left out, "rawtool: left out: ..." with rows_withheld, the reason and
+/// whether more may exist unread; and the trailer "rawtool: end of rows, nonce
+/// <32 hex>; path=raw (uncertified) | certified <name>@<hash12>; engine=..;
+/// database=..; rows=N; complete=yes|no; truncation=..; elapsed_ms=..".
+/// Structured: {"kind":"raw_rows"|"certified_rows","columns":[{"name","type"}],
+/// "rows":[[...]],"row_count","rows_affected","complete","truncation":{"reason",
+/// "rows_withheld","more_unread"},"untrusted_notice", and "raw_provenance" or
+/// "certified_provenance" — never both, never the other's name}.
+/// Rows are not held to options.budget (the driver's byte cap bounds them);
+/// a failed self-check gives a refusal (Rendered::refused).
 Rendered render_rows(const Rows& rows, const Provenance& provenance, const RenderOptions& options);
 
 }  // namespace rawtool::render

@@ -17,10 +17,16 @@ std::optional<Status> parse_status(std::string_view name) noexcept;
 
 /// Renders a status-only reply: the status, the certified query's name (a
 /// validated catalog identifier), a log reference, and a short explanation the
-/// tool wrote. No database text can reach it: it takes none.
+/// tool wrote. No database text can reach it: it takes none. Structured:
+/// {"kind":"certified_status","status","reference","explanation",
+/// "certified_provenance":{...}}. `log_reference` must match
+/// ^[A-Za-z0-9._:-]{1,128}$ and the provenance must be showable text;
+/// otherwise std::invalid_argument (a caller's bug, not a database's reply).
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference);
 
-/// Renders a refusal the tool wrote (Refusal::explanation is rawtool's text).
+/// Renders a refusal the tool wrote (Refusal::explanation is rawtool's text,
+/// still escaped, each of its lines led by "rawtool: "). Structured:
+/// {"kind":"refusal","reason","explanation", provenance member}.
 Rendered render_refusal(const Refusal& refusal, const Provenance& provenance);
 
 }  // namespace rawtool::render
