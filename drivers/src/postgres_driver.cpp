@@ -40,6 +40,9 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <condition_variable>
+#include <system_error>
+#include <thread>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -91,6 +94,44 @@ struct ResultDeleter {
   void operator()(PGresult* result) const noexcept { PQclear(result); }
 };
 using Result = std::unique_ptr<PGresult, ResultDeleter>;
+
+/// Cancel requests in flight. PQcancel blocks until the server has taken the
+/// request, and a hung server never takes it, so each request runs on a
+/// thread of its own that holds what it uses (this state and the PGcancel)
+/// and may outlive the driver. Before a statement's call returns it waits,
+/// briefly, for its requests to land, so that none can reach a later statement.
+class CancelRequests : public std::enable_shared_from_this<CancelRequests> {
+public:
+  void start(std::shared_ptr<PGcancel> canceller) noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      ++in_flight_;
+    }
+    try {
+      std::thread([self = shared_from_this(), canceller = std::move(canceller)] {
+        char complaint[256];
+        PQcancel(canceller.get(), complaint, sizeof complaint);
+        std::lock_guard lock(self->mutex_);
+        --self->in_flight_;
+        self->landed_.notify_all();
+      }).detach();
+    } catch (const std::system_error&) {
+      std::lock_guard lock(mutex_);
+      --in_flight_;  // no thread to be had: the deadline still ends the call
+    }
+  }
+
+  /// True when every request has landed within `patience`.
+  bool settle(milliseconds patience) {
+    std::unique_lock lock(mutex_);
+    return landed_.wait_for(lock, patience, [this] { return in_flight_ == 0; });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable landed_;
+  int in_flight_ = 0;
+};
 
 /// Opens connections for libpqxx with PQconnectdbParams: the caller's URL or
 /// key=value string is expanded as dbname, with a connect timeout and an
@@ -157,11 +198,14 @@ public:
                   AccessMode mode) override;
 
   void cancel() noexcept override {
-    std::lock_guard lock(cancel_mutex_);
-    if (!running_ || canceller_ == nullptr) return;
-    cancel_requested_.store(true);
-    char complaint[256];
-    PQcancel(canceller_, complaint, sizeof complaint);
+    std::shared_ptr<PGcancel> canceller;
+    {
+      std::lock_guard lock(cancel_mutex_);
+      if (!running_ || canceller_ == nullptr) return;
+      cancel_requested_.store(true);
+      canceller = canceller_;
+    }
+    cancels_->start(std::move(canceller));
   }
 
   Health health() override {
@@ -207,8 +251,9 @@ private:
   PGconn* conn_ = nullptr;
 
   std::mutex cancel_mutex_;  ///< guards canceller_ and running_ against cancel()
-  PGcancel* canceller_ = nullptr;
+  std::shared_ptr<PGcancel> canceller_;
   bool running_ = false;
+  std::shared_ptr<CancelRequests> cancels_ = std::make_shared<CancelRequests>();
   std::atomic<bool> cancel_requested_{false};
 
   Clock::time_point deadline_{};
@@ -246,15 +291,14 @@ std::optional<Unavailable> PostgresDriver::connect() {
   // Every notice comes to us as fields; libpq's default would print it raw to stderr.
   PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, this);
   std::lock_guard lock(cancel_mutex_);
-  canceller_ = PQgetCancel(conn_);
+  canceller_ = std::shared_ptr<PGcancel>(PQgetCancel(conn_), &PQfreeCancel);
   return std::nullopt;
 }
 
 void PostgresDriver::disconnect() noexcept {
   {
     std::lock_guard lock(cancel_mutex_);
-    if (canceller_ != nullptr) PQfreeCancel(canceller_);
-    canceller_ = nullptr;
+    canceller_.reset();
   }
   session_.reset();
   conn_ = nullptr;
@@ -281,10 +325,12 @@ void PostgresDriver::on_notice(const PGresult* notice) {
 }
 
 void PostgresDriver::send_cancel() noexcept {
-  std::lock_guard lock(cancel_mutex_);
-  if (canceller_ == nullptr) return;
-  char complaint[256];
-  PQcancel(canceller_, complaint, sizeof complaint);
+  std::shared_ptr<PGcancel> canceller;
+  {
+    std::lock_guard lock(cancel_mutex_);
+    canceller = canceller_;
+  }
+  if (canceller != nullptr) cancels_->start(std::move(canceller));
 }
 
 bool PostgresDriver::wait_for_input() {
@@ -642,6 +688,10 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   if (read_only) clean = drain_query() && expect_sync() && clean;
   clean = drain_query() && expect_sync() && clean;
 
+  {
+    std::lock_guard lock(cancel_mutex_);
+    running_ = false;  // from here on cancel() starts nothing
+  }
   if (stop_ == Stop::broken) return broken_connection();
   if (stop_ == Stop::abandoned) {
     disconnect();
@@ -652,6 +702,11 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
   }
   PQexitPipelineMode(conn_);
+  if (!cancels_->settle(client_grace)) {
+    // A cancel that has not landed could still stop a later statement.
+    disconnect();
+    return outcome;
+  }
   if (!clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
     Result rollback(PQexec(conn_, "ROLLBACK"));
     Result discard(PQexec(conn_, "DISCARD ALL"));

@@ -2,6 +2,7 @@
 // byte, limits, cancellation and connection loss.
 #include "outcome_checks.hpp"
 #include "pg_server.hpp"
+#include "tcp_proxy.hpp"
 #include "untrusted_bytes.hpp"
 
 #include <rawtool/driver.hpp>
@@ -496,4 +497,39 @@ TEST_CASE("lock_timeout ends a wait for a lock as the database's failure", "[pos
   PQclear(PQexec(holder.get(), "ROLLBACK"));
   holder.reset();
   pg_admin("DROP TABLE drivers_locked");
+}
+
+TEST_CASE("a server that stops answering cannot hold a call past the deadline, and the next call reconnects",
+          "[postgres][connection]") {
+  const auto url = pg_url();
+  if (!url) return;
+  char* complaint = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url->c_str(), &complaint);
+  REQUIRE(options != nullptr);
+  std::string user = "postgres";
+  std::string database;
+  std::uint16_t port = 5432;
+  for (PQconninfoOption* option = options; option->keyword != nullptr; ++option) {
+    if (option->val == nullptr) continue;
+    const std::string_view keyword = option->keyword;
+    if (keyword == "port") port = static_cast<std::uint16_t>(std::stoi(option->val));
+    if (keyword == "user") user = option->val;
+    if (keyword == "dbname") database = option->val;
+  }
+  PQconninfoFree(options);
+  rawtool::test::TcpProxy proxy(port);
+  auto driver = superuser_driver(fmt::format("postgresql://{}@127.0.0.1:{}/{}", user, proxy.port(), database));
+  const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
+
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  proxy.freeze();
+  const auto started = std::chrono::steady_clock::now();
+  const auto outcome = run(*driver, "SELECT 1", limits);
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  CHECK(refusal_reason(outcome) == RefusalReason::timeout);
+  CHECK(elapsed < 6s);
+  proxy.thaw();
+  const std::string next_pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
+  CHECK(next_pid != pid);
 }

@@ -1,0 +1,112 @@
+#include "tcp_proxy.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <utility>
+#include <stdexcept>
+#include <vector>
+
+namespace rawtool::test {
+namespace {
+
+sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+}  // namespace
+
+TcpProxy::TcpProxy(std::uint16_t upstream_port) : upstream_port_(upstream_port) {
+  listener_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = loopback(0);
+  if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      listen(listener_, 16) != 0) {
+    throw std::runtime_error("the test proxy cannot listen");
+  }
+  socklen_t length = sizeof address;
+  getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+  port_ = ntohs(address.sin_port);
+  thread_ = std::thread([this] { run(); });
+}
+
+TcpProxy::~TcpProxy() {
+  stopping_.store(true);
+  thread_.join();
+  close(listener_);
+}
+
+void TcpProxy::run() {
+  struct Pair {
+    int client;
+    int server;  // -1 until connected upstream
+    bool open = true;
+  };
+  std::vector<Pair> pairs;
+  std::array<char, 65536> buffer{};
+  while (!stopping_.load()) {
+    const bool frozen = frozen_.load();
+    std::vector<pollfd> fds{{listener_, POLLIN, 0}};
+    std::vector<std::pair<std::size_t, bool>> owners{{0, false}};  // (pair, from client) per fds entry
+    if (!frozen) {
+      for (std::size_t p = 0; p < pairs.size(); ++p) {
+        if (!pairs[p].open || pairs[p].server < 0) continue;
+        fds.push_back({pairs[p].client, POLLIN, 0});
+        owners.emplace_back(p, true);
+        fds.push_back({pairs[p].server, POLLIN, 0});
+        owners.emplace_back(p, false);
+      }
+    }
+    const int ready = poll(fds.data(), fds.size(), 20);
+    if (ready > 0 && (fds[0].revents & POLLIN) != 0) {
+      const int client = accept(listener_, nullptr, nullptr);
+      if (client >= 0) pairs.push_back({client, -1});
+    }
+    if (frozen) continue;
+    for (Pair& pair : pairs) {
+      if (!pair.open || pair.server >= 0) continue;
+      pair.server = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in upstream = loopback(upstream_port_);
+      if (connect(pair.server, reinterpret_cast<sockaddr*>(&upstream), sizeof upstream) != 0) {
+        close(pair.server);
+        close(pair.client);
+        pair.server = -1;
+        pair.open = false;
+      }
+    }
+    if (ready <= 0) continue;
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      Pair& pair = pairs[owners[i].first];
+      if (!pair.open) continue;
+      const int from = owners[i].second ? pair.client : pair.server;
+      const int to = owners[i].second ? pair.server : pair.client;
+      const ssize_t got = read(from, buffer.data(), buffer.size());
+      bool failed = got <= 0;
+      for (ssize_t sent = 0; !failed && sent < got;) {
+        const ssize_t wrote = write(to, buffer.data() + sent, static_cast<std::size_t>(got - sent));
+        failed = wrote <= 0;
+        sent += wrote;
+      }
+      if (failed) {
+        close(pair.client);
+        close(pair.server);
+        pair.open = false;
+      }
+    }
+  }
+  for (const Pair& pair : pairs) {
+    if (!pair.open) continue;
+    close(pair.client);
+    if (pair.server >= 0) close(pair.server);
+  }
+}
+
+}  // namespace rawtool::test
