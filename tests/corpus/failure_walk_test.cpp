@@ -41,6 +41,7 @@ void walk_failures(const std::function<void(const Walked&)>& check, RenderOption
         if (engine == Engine::sqlite && corpus::is_code_field(field)) continue;  // SQLite sends no such codes
         for (auto options : walk::both_modes()) {
           options.show_statement = base.show_statement;
+          options.budget = base.budget;
           const Rendered rendered =
               rawtool::render::render_failure(corpus::failure_for(c, field, engine), walk::raw_provenance(engine), options);
           INFO(c.source << " case " << c.name << ", field " << corpus::field_name(field) << ", engine "
@@ -174,4 +175,25 @@ TEST_CASE("with show_statement off, a statement payload reaches neither surface"
       },
       hidden);
   CHECK(checked > 0);
+}
+
+TEST_CASE("a case refused for budget is shown exactly once the budget allows it", "[corpus][failure]") {
+  RenderOptions roomy;
+  roomy.budget = 1024 * 1024;
+  std::size_t budget_cases = 0;
+  walk_failures(
+      [&](const Walked& w) {
+        if (w.c.reason != rawtool::RefusalReason::render_budget) return;
+        ++budget_cases;
+        // The refusal was about size, not content: the same bytes render losslessly.
+        CHECK_FALSE(w.rendered.refused);
+        if (w.rendered.refused) return;
+        const auto problems = rawtool::test::text_surface_problems(w.rendered.text);
+        CHECK(problems.empty());
+        const auto fields = rawtool::test::quoted_fields(w.rendered.text);
+        const std::string label = label_of(w.field);
+        CHECK(std::count_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == label && f.second == w.c.bytes; }) == 1);
+      },
+      roomy);
+  CHECK(budget_cases > 0);
 }
