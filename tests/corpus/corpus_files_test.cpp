@@ -105,6 +105,26 @@ TEST_CASE("long and many-line FAILURE cases include one that fits and one refuse
   }
 }
 
+TEST_CASE("every shown case whose point is an escape names the escaped form it expects", "[corpus]") {
+  // For these families a lossless round trip is not enough: the text surface
+  // must show the visible escape, so each case says which.
+  const std::set<std::string_view> escaping{
+      "line_forgery_cr", "line_forgery_crlf", "ansi_csi", "ansi_osc", "ansi_dcs", "c1_csi", "bidi", "zero_width",
+      "default_ignorable", "unassigned_private_use", "combining_mark", "tags_block", "variation_selector",
+      "line_separator", "nul", "invalid_utf8", "escape_imitation", "look_alike"};
+  const auto check = [&](const auto& cases) {
+    for (const auto& c : cases) {
+      if (c.expect != corpus::Expect::shown || !escaping.contains(c.case_class)) continue;
+      INFO(c.source << " case " << c.name);
+      CHECK_FALSE(c.fragments(false).empty());
+      CHECK_FALSE(c.fragments(true).empty());
+    }
+  };
+  check(corpus::load_failures());
+  check(corpus::load_cells());
+  check(corpus::load_prose());
+}
+
 TEST_CASE("the CELLS corpus holds NULL, the empty string and the text NULL as three cases", "[corpus]") {
   const auto cases = corpus::load_cells();
   REQUIRE(has_case(cases, "null-cell"));
