@@ -89,7 +89,6 @@ void add_provenance(nlohmann::json& object, const Provenance& provenance) {
   };
   if (provenance.path == PathKind::raw) {
     p["path"] = "raw";
-    p["certified"] = false;
     object["raw_provenance"] = std::move(p);
   } else {
     p["query"] = provenance.certified_name;

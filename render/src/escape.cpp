@@ -173,7 +173,11 @@ constexpr std::array<LeadInfo, 256> make_leads(bool cell, bool lines) {
   return table;
 }
 
-inline bool continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+// 1 or 0, so that the tests of one sequence combine with '&' into one branch.
+inline unsigned continuation(unsigned char b) { return (b & 0xC0u) == 0x80u ? 1u : 0u; }
+inline unsigned second_in_range(unsigned char b, const LeadInfo& lead) {
+  return static_cast<unsigned>(b - lead.second_lo) <= static_cast<unsigned>(lead.second_hi - lead.second_lo) ? 1u : 0u;
+}
 
 // Escapes `bytes`; the first code point counts as the start of a line or
 // cell. With Lines, each LF instead ends the quoted line and writes LF and
@@ -223,18 +227,16 @@ void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only, std::
         break;
       case Lead::escape: escape_byte(b); break;
       case Lead::two:
-        if (left >= 2 && continuation(p[i + 1])) code_point(static_cast<char32_t>(((b & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu)), 2);
+        if (left >= 2 && continuation(p[i + 1]) != 0) code_point(static_cast<char32_t>(((b & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu)), 2);
         else escape_byte(b);
         break;
       case Lead::three:
-        if (left >= 3 && (static_cast<unsigned>(p[i + 1] - lead.second_lo) <= static_cast<unsigned>(lead.second_hi - lead.second_lo)) &
-                             continuation(p[i + 2]))
+        if (left >= 3 && (second_in_range(p[i + 1], lead) & continuation(p[i + 2])) != 0)
           code_point(static_cast<char32_t>(((b & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu)), 3);
         else escape_byte(b);
         break;
       case Lead::four:
-        if (left >= 4 && (static_cast<unsigned>(p[i + 1] - lead.second_lo) <= static_cast<unsigned>(lead.second_hi - lead.second_lo)) &
-                             continuation(p[i + 2]) & continuation(p[i + 3]))
+        if (left >= 4 && (second_in_range(p[i + 1], lead) & continuation(p[i + 2]) & continuation(p[i + 3])) != 0)
           code_point(static_cast<char32_t>(((b & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) | (p[i + 3] & 0x3Fu)), 4);
         else escape_byte(b);
         break;
