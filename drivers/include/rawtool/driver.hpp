@@ -55,6 +55,20 @@ public:
   /// violation detected by the engine's own hooks, cancelled, timeout), or
   /// Unavailable when no connection could be had or it broke. Never throws for
   /// anything a database or a caller can cause.
+  ///
+  /// Time: passing limits.statement_timeout is Refusal{timeout} on both
+  /// engines (on PostgreSQL, the server's SQLSTATE 57014 when the statement
+  /// has run that long, or the client's own deadline: statement_timeout plus
+  /// a grace, then a cancel, then the connection is given up). A 57014 raised
+  /// sooner, by the statement itself, stays a Failure. lock_timeout is the
+  /// database's Failure (SQLSTATE 55P03; SQLite's SQLITE_BUSY).
+  ///
+  /// Notices: a Failure carries the NOTICEs and WARNINGs raised before it, in
+  /// order, up to limits.max_bytes of their fields; Rows carry none.
+  ///
+  /// Parameters bind to $1.. (PostgreSQL) or ?1.. (SQLite). A PostgreSQL
+  /// statement or text parameter holding a NUL byte is refused (libpq takes C
+  /// strings, so it would be cut short).
   virtual Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                           AccessMode mode) = 0;
 
@@ -83,6 +97,10 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 
 /// A SQLite driver for a file path or ":memory:". Read-only mode opens the file
 /// read-only; a path that does not exist is Unavailable in read-only mode.
+/// ":memory:" in read-only mode is an empty database: it answers expressions
+/// and nothing can be created in it. A driver opened read-only refuses
+/// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO)
+/// and load_extension are refused in both modes.
 std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode);
 
 /// Chooses the engine from the target: "postgres://" or "postgresql://" URLs and
