@@ -466,35 +466,40 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
     switch (PQresultStatus(r)) {
       case PGRES_SINGLE_TUPLE: {
         if (!budget.has_columns() && budget.open()) take_columns(r);
-        const int count = PQnfields(r);
-        std::uint64_t row_bytes = 0;
-        for (int c = 0; c < count; ++c) row_bytes += static_cast<std::uint64_t>(PQgetlength(r, 0, c));
-        if (!budget.offer(row_bytes)) {
-          if (!truncation_cancelled) {
-            // The rest is not wanted: stop the server producing it, then drain
-            // what is already on its way (counted as withheld, never kept).
-            send_cancel();
-            truncation_cancelled = true;
-          }
+        if (!budget.open()) {
+          budget.offer(0);  // drained after the cap: counted, never kept
           break;
         }
+        // The row is built first so the byte cap counts what would be kept
+        // (bytea decoded, not its hex text). It is one row: bounded by what
+        // libpq already holds.
+        const int count = PQnfields(r);
         std::vector<Cell> row(static_cast<std::size_t>(count));
+        std::uint64_t row_bytes = 0;
         for (int c = 0; c < count; ++c) {
           if (PQgetisnull(r, 0, c) == 1) continue;
           const char* value = PQgetvalue(r, 0, c);
           const auto length = static_cast<std::size_t>(PQgetlength(r, 0, c));
+          Cell& cell = row[static_cast<std::size_t>(c)];
           if (PQftype(r, c) == bytea_oid) {
             std::size_t decoded_length = 0;
             unsigned char* decoded = PQunescapeBytea(reinterpret_cast<const unsigned char*>(value), &decoded_length);
             if (decoded != nullptr) {
-              row[static_cast<std::size_t>(c)] = Untrusted(reinterpret_cast<const char*>(decoded), decoded_length);
+              cell = Untrusted(reinterpret_cast<const char*>(decoded), decoded_length);
               PQfreemem(decoded);
-              continue;
             }
           }
-          row[static_cast<std::size_t>(c)] = Untrusted(value, length);
+          if (!cell) cell = Untrusted(value, length);
+          row_bytes += cell->size();
         }
-        budget.keep(std::move(row));
+        if (budget.offer(row_bytes)) {
+          budget.keep(std::move(row));
+        } else {
+          // The rest is not wanted: stop the server producing it, then drain
+          // what is already on its way (counted as withheld, never kept).
+          send_cancel();
+          truncation_cancelled = true;
+        }
         break;
       }
       case PGRES_TUPLES_OK:

@@ -308,6 +308,16 @@ TEST_CASE("the byte cap withholds a whole row that does not fit and never shorte
   CHECK(rows.rows_withheld >= 1);
   CHECK(rows.bytes == 201);
 
+  SECTION("bytea counts its decoded bytes, not its hex text") {
+    Limits exact;
+    exact.max_bytes = 1 + 100;
+    const Rows decoded = expect<Rows>(run(*driver, "SELECT decode(repeat('ab', 100), 'hex') AS b", exact));
+    REQUIRE(decoded.rows.size() == 1);
+    CHECK(cell(decoded, 0, 0) == std::string(100, '\xab'));
+    CHECK(decoded.bytes == 101);
+    CHECK(decoded.truncation == Truncation::none);
+  }
+
   SECTION("a first row bigger than the cap is withheld whole") {
     Limits tiny;
     tiny.max_bytes = 10;
