@@ -272,3 +272,19 @@ TEST_CASE("the log record carries every field exactly", "[render][failure]") {
   CHECK(rawtool::test::json_bytes(record["notices"][0]["severity"]) == "NOTICE");
   CHECK(record["withheld_sha256"] == rawtool::render::withheld_sha256(f));
 }
+
+TEST_CASE("ascii-only mode reaches every quoted field of a failure", "[render][failure]") {
+  Failure f = sample_failure();
+  f.message = Untrusted("caf\xc3\xa9 \xd0\xb0" "dmin"s);
+  f.notices[0].message = Untrusted("\xe4\xb8\xad"s);
+  RenderOptions options;
+  options.ascii_only = true;
+  const auto r = rawtool::render::render_failure(f, raw_provenance(), options);
+  REQUIRE_FALSE(r.refused);
+  for (char c : r.text) REQUIRE(static_cast<unsigned char>(c) < 0x80);
+  CHECK(r.text.find("> caf\\u{00E9} \\u{0430}dmin\n") != std::string::npos);
+  const auto fields = rawtool::test::quoted_fields(r.text);
+  REQUIRE(fields.size() == 6);
+  CHECK(fields[0].second == rawtool::test::bytes_of(f.message));
+  CHECK(fields[4].second == "\xe4\xb8\xad"s);
+}

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
 
 using namespace std::string_literals;
@@ -163,4 +164,27 @@ TEST_CASE("a combining mark cannot open a cell", "[render][rows]") {
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
   CHECK(r.text.find("row 1: \"\\u{0301}x\"") != std::string::npos);
   CHECK(rawtool::test::text_surface_problems(r.text).empty());
+}
+
+TEST_CASE("ascii-only mode reaches every cell and column name", "[render][rows]") {
+  Rows rows;
+  rows.columns = {Column{Untrusted("n\xc3\xa9"s), Untrusted("t\xc3\xa9xt"s)}};
+  rows.rows = {{Cell(Untrusted("\xd0\xb0"s))}};
+  RenderOptions options;
+  options.ascii_only = true;
+  const auto r = rawtool::render::render_rows(rows, raw_provenance(), options);
+  for (char c : r.text) REQUIRE(static_cast<unsigned char>(c) < 0x80);
+  CHECK(r.text.find("columns: \"n\\u{00E9}\" (type \"t\\u{00E9}xt\")\n") != std::string::npos);
+  CHECK(rawtool::test::row_cells(r.text) == std::vector<std::vector<std::optional<std::string>>>{{"\xd0\xb0"s}});
+}
+
+TEST_CASE("every rows render carries a fresh nonce in its trailer", "[render][rows]") {
+  std::set<std::string> nonces;
+  for (int i = 0; i < 100; ++i) {
+    const auto r = rawtool::render::render_rows(sample_rows(), raw_provenance(), RenderOptions{});
+    const std::string trailer = line_starting(r.text, "rawtool: end of rows, nonce ");
+    REQUIRE(trailer.size() > 60);
+    nonces.insert(trailer.substr(28, 32));
+  }
+  CHECK(nonces.size() == 100);
 }
