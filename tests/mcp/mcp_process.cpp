@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -36,7 +37,8 @@ int remaining_ms(McpProcess::Clock::time_point deadline) {
 // in ASCII: stdout carries protocol messages only.
 json check_protocol_line(const std::string& line) {
   INFO("stdout line: " << line.substr(0, 400));
-  for (const char c : line) REQUIRE(static_cast<unsigned char>(c) < 0x80);
+  const bool ascii = std::all_of(line.begin(), line.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  REQUIRE(ascii);
   json message = json::parse(line, nullptr, false);
   REQUIRE_FALSE(message.is_discarded());
   REQUIRE(message.is_object());
@@ -201,7 +203,9 @@ std::optional<json> McpProcess::read_response(const json& id, std::chrono::milli
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
-      if (it->contains("id") && (*it)["id"] == id && (*it)["id"].type() == id.type()) {
+      // Same id on the wire: equal and of the same kind (the parser keeps
+      // non-negative integers unsigned, which serialises identically).
+      if (it->contains("id") && (*it)["id"] == id && (*it)["id"].is_string() == id.is_string()) {
         json message = std::move(*it);
         inbox_.erase(it);
         return message;
