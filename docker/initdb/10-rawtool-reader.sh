@@ -1,0 +1,14 @@
+#!/bin/sh
+# Runs once, when the PostgreSQL container initialises its data folder: the
+# low-privilege role rawtool connects as. SELECT only, no superuser, no
+# write grants; rawtool's READ ONLY transactions come on top of this.
+set -eu
+password="${RAWTOOL_READER_PASSWORD:-}"
+psql -v ON_ERROR_STOP=1 -v password="$password" --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" <<'SQL'
+SELECT CASE WHEN :'password' = '' THEN 'CREATE ROLE rawtool_reader LOGIN'
+            ELSE format('CREATE ROLE rawtool_reader LOGIN PASSWORD %L', :'password') END \gexec
+SELECT format('GRANT CONNECT ON DATABASE %I TO rawtool_reader', current_database()) \gexec
+GRANT USAGE ON SCHEMA public TO rawtool_reader;
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO rawtool_reader;
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO rawtool_reader;
+SQL
