@@ -11,20 +11,29 @@
 // One call is one pipeline, sent at once and read in order, so the safety
 // wrapping costs no extra round trips:
 //
-//   read-only:  BEGIN READ ONLY · set_config(timeouts, local) · <statement> · Sync
-//               ROLLBACK · Sync
-//               DISCARD ALL · Sync
+//   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
+//               BEGIN READ ONLY · <statement> · Sync
+//               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   read-write: set_config(timeouts, session) · Sync
-//               <statement> · Sync            (commits on its own)
+//               <statement> · Sync                        (commits on its own)
 //               DISCARD ALL · Sync
 //
 // The statement goes through the extended protocol, so it is exactly one
 // statement: the server refuses a second. A failed statement aborts only its
-// own segment; ROLLBACK and DISCARD ALL (which resets settings, closes
-// cursors, deallocates prepared statements, unlistens and releases session
-// advisory locks) still run. If anything is left over all the same (an open
-// transaction, a failed cleanup), it is cleaned up synchronously, and a
-// connection that cannot be cleaned is dropped.
+// own segment; the cleanup segment still runs.
+//
+// In read-only mode everything the statement can do to the session is undone
+// by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
+// can be created, and COMMIT inside DO or CALL is refused in a transaction
+// block) except what is not transactional: session advisory locks and
+// prepared statements, released and deallocated after it. That is why the
+// timeouts can be session settings, set once per connection: no read-only
+// statement can change them past its call. A read-write statement can, so
+// read-write calls end with DISCARD ALL and set the timeouts again next time.
+//
+// If anything is left over all the same (an open transaction, a failed
+// cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
+// a connection that cannot be cleaned is dropped.
 #include "detail/row_budget.hpp"
 
 #include <rawtool/driver.hpp>
@@ -244,8 +253,17 @@ private:
   Unavailable broken_connection();
   bool role_is_privileged();
 
+  /// The timeouts this connection's session holds, as set_config left them.
+  struct SessionTimeouts {
+    milliseconds statement;
+    milliseconds lock;
+    milliseconds idle_in_transaction;
+    bool operator==(const SessionTimeouts&) const = default;
+  };
+
   std::string conninfo_;
   PostgresOptions options_;
+  std::optional<SessionTimeouts> session_timeouts_;  ///< known only after a read-only call set them
   std::optional<bool> privileged_;  ///< whether the connection's role can write files or run programs
   std::unique_ptr<Session> session_;
   PGconn* conn_ = nullptr;
@@ -304,6 +322,7 @@ void PostgresDriver::disconnect() noexcept {
   conn_ = nullptr;
   type_names_.clear();
   privileged_.reset();
+  session_timeouts_.reset();
 }
 
 
@@ -639,11 +658,13 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   const auto started = Clock::now();
   const bool read_only = mode == AccessMode::read_only;
   const std::string statement(sql);
+  const SessionTimeouts wanted{limits.statement_timeout, limits.lock_timeout,
+                               limits.statement_timeout + client_grace * 2};
+  const bool set_timeouts = !read_only || session_timeouts_ != wanted;
   const std::string timeouts = fmt::format(
-      "SELECT pg_catalog.set_config('statement_timeout', '{0}', {3}), pg_catalog.set_config('lock_timeout', '{1}', {3}), "
-      "pg_catalog.set_config('idle_in_transaction_session_timeout', '{2}', {3})",
-      limits.statement_timeout.count(), limits.lock_timeout.count(),
-      (limits.statement_timeout + client_grace * 2).count(), read_only ? "true" : "false");
+      "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', '{}', "
+      "false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
+      wanted.statement.count(), wanted.lock.count(), wanted.idle_in_transaction.count());
 
   std::vector<Notice> notices;
   {
@@ -667,30 +688,38 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   const auto send = [&](const char* text) {
     sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   };
+  const auto sync = [&] { sent = sent && PQpipelineSync(conn_) == 1; };
+  if (set_timeouts) {
+    send(timeouts.c_str());
+    sync();
+  }
   if (read_only) send("BEGIN READ ONLY");
-  send(timeouts.c_str());
-  if (!read_only) sent = sent && PQpipelineSync(conn_) == 1;
   sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), types.data(),
                                    values.data(), nullptr, nullptr, 0) == 1;
-  sent = sent && PQpipelineSync(conn_) == 1;
+  sync();
   if (read_only) {
     send("ROLLBACK");
-    sent = sent && PQpipelineSync(conn_) == 1;
+    send("SELECT pg_catalog.pg_advisory_unlock_all()");
+    send("DEALLOCATE ALL");
+  } else {
+    send("DISCARD ALL");
   }
-  send("DISCARD ALL");
-  sent = sent && PQpipelineSync(conn_) == 1;
+  sync();
   if (!sent) return broken_connection();
 
   bool clean = true;
-  if (read_only) clean = drain_query();
-  clean = drain_query() && clean;
-  if (!read_only) clean = expect_sync() && clean;
+  if (set_timeouts) {
+    const bool applied = drain_query() && expect_sync();
+    session_timeouts_ = applied && read_only ? std::optional(wanted) : std::nullopt;
+    clean = applied;
+  }
+  if (read_only) clean = drain_query() && clean;
   notice_budget_ = limits.max_bytes;
   notice_sink_ = &notices;
   Outcome outcome = read_statement(limits, started);
   notice_sink_ = nullptr;
   clean = expect_sync() && clean;
-  if (read_only) clean = drain_query() && expect_sync() && clean;
+  if (read_only) clean = drain_query() && drain_query() && clean;
   clean = drain_query() && expect_sync() && clean;
 
   {
@@ -713,6 +742,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     return outcome;
   }
   if (!clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+    session_timeouts_.reset();  // DISCARD ALL resets them
     Result rollback(PQexec(conn_, "ROLLBACK"));
     Result discard(PQexec(conn_, "DISCARD ALL"));
     if (PQresultStatus(discard.get()) != PGRES_COMMAND_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
