@@ -42,6 +42,7 @@ struct SessionState {
   std::string cursors;
   std::string listening;
   std::string read_only;
+  std::string timeouts;
   bool operator==(const SessionState&) const = default;
 };
 
@@ -58,6 +59,7 @@ SessionState session_state(rawtool::Driver& driver) {
       ask("SELECT count(*) FROM pg_cursors"),
       ask("SELECT count(*) FROM pg_listening_channels()"),
       ask("SHOW default_transaction_read_only"),
+      ask("SELECT current_setting('statement_timeout') || ' ' || current_setting('lock_timeout')"),
   };
 }
 
@@ -84,6 +86,8 @@ TEST_CASE("read-only escape attempts leave the database, files and the next sess
       "DROP TABLE IF EXISTS drivers_ro_target; DROP SEQUENCE IF EXISTS drivers_ro_seq;"
       "CREATE TABLE drivers_ro_target (x int); INSERT INTO drivers_ro_target VALUES (1), (2);"
       "CREATE SEQUENCE drivers_ro_seq;"
+      "CREATE OR REPLACE PROCEDURE drivers_ro_commit() LANGUAGE plpgsql AS "
+      "$$BEGIN COMMIT; DELETE FROM drivers_ro_target; COMMIT; END$$;"
       "GRANT SELECT ON drivers_ro_target, drivers_ro_seq TO rawtool_reader;");
   const std::string before = database_state();
 
@@ -101,6 +105,12 @@ TEST_CASE("read-only escape attempts leave the database, files and the next sess
       "SELECT set_config('work_mem', '77MB', false)",
       "SELECT set_config('default_transaction_read_only', 'off', false)",
       "SET work_mem = '78MB'",
+      "SET statement_timeout = 0",
+      "SELECT set_config('lock_timeout', '0', false)",
+      "SET SESSION AUTHORIZATION DEFAULT",
+      "RESET ALL",
+      "DISCARD ALL",
+      "CALL drivers_ro_commit()",
       "SET SESSION search_path = evil",
       "SET ROLE NONE",
       "COPY drivers_ro_target TO '" + file + "'",
@@ -163,7 +173,7 @@ TEST_CASE("read-only escape attempts leave the database, files and the next sess
     CHECK(database_state() == before);
     CHECK_FALSE(std::filesystem::exists(file));
   }
-  pg_admin("DROP TABLE drivers_ro_target; DROP SEQUENCE drivers_ro_seq");
+  pg_admin("DROP PROCEDURE drivers_ro_commit(); DROP TABLE drivers_ro_target; DROP SEQUENCE drivers_ro_seq");
 }
 
 TEST_CASE("a read-only statement cannot write even when the role could", "[postgres][read_only]") {
