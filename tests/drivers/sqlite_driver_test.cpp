@@ -374,3 +374,19 @@ TEST_CASE("sqlite cancel from another thread stops a running statement", "[sqlit
   CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 3")), 0, 0) == "3");
 }
+
+TEST_CASE("a read-only call on a read-write sqlite driver cannot write", "[sqlite][read_only]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  for (const char* attempt : {"DELETE FROM t", "INSERT INTO t VALUES (2)", "PRAGMA user_version = 3", "DROP TABLE t",
+                              "CREATE TEMP TABLE u (x)"}) {
+    INFO(attempt);
+    CHECK(refusal_reason(run(*driver, attempt)) == RefusalReason::read_only);
+  }
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "1");
+  CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "0");
+  // And the same driver still writes when the call says read-write.
+  expect<Rows>(run(*driver, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
+}
