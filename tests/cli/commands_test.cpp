@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <regex>
 #include <string>
 #include <vector>
@@ -309,4 +310,66 @@ TEST_CASE("no colour when stdout is a pipe; colour only on a terminal without NO
   const auto plain = run_rawtool(args, terminal);
   REQUIRE(plain.exit_status == 0);
   CHECK(plain.out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("with raw_path false in the configuration file, query refuses with exit status 1 and runs nothing",
+          "[cli][sqlite]") {
+  ShopFixture shop;
+  const auto config = shop.config("noraw.json", R"("raw_path": false)").string();
+  const auto result = run_rawtool({"query", "--config", config, "SELECT author FROM reviews"}, clean_env());
+  CHECK(result.exit_status == 1);
+  CHECK(!mentions(result.out, "mallory"));
+  CHECK(rawtool::test::row_cells(result.out).empty());
+  const auto check = run_rawtool({"check-config", "--config", config}, clean_env());
+  CHECK(check.exit_status == 0);
+  CHECK_THAT(check.out, Catch::Contains("raw path off"));
+}
+
+TEST_CASE("rawtool mcp speaks only JSON-RPC on stdout and exits 0 when stdin closes", "[cli][sqlite]") {
+  ShopFixture shop;
+  RunOptions options = clean_env();
+  options.stdin_bytes =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}})"
+      "\n"
+      R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+      "\n"
+      R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"raw_sql","arguments":{"sql":"SELECT author FROM reviews ORDER BY id"}}})"
+      "\n";
+  const auto result = run_rawtool({"mcp", "--config", shop.config("config.json").string()}, options);
+  CHECK(result.exit_status == 0);
+  std::vector<json> messages;
+  std::size_t start = 0;
+  while (start < result.out.size()) {
+    const auto end = result.out.find('\n', start);
+    REQUIRE(end != std::string::npos);
+    messages.push_back(json::parse(result.out.substr(start, end - start)));
+    start = end + 1;
+  }
+  REQUIRE(messages.size() == 2);
+  for (const auto& m : messages) CHECK(m.at("jsonrpc") == "2.0");
+  CHECK(messages[0].at("id") == 1);
+  CHECK(messages[1].at("id") == 2);
+  CHECK(messages[1].at("result").at("isError") == false);
+  CHECK(mentions(messages[1].dump(), "mallory"));
+}
+
+TEST_CASE("query reaches PostgreSQL through --db and through RAWTOOL_DATABASE_URL", "[cli][postgres]") {
+  const char* url = std::getenv("RAWTOOL_TEST_PG_READER_URL");
+  if (url == nullptr || *url == '\0') {
+    if (std::getenv("RAWTOOL_REQUIRE_PG") != nullptr) FAIL("RAWTOOL_TEST_PG_READER_URL is not set");
+    WARN("RAWTOOL_TEST_PG_READER_URL is not set; skipped");
+    return;
+  }
+  const auto rows = run_rawtool({"query", "--db", url, "SELECT 42 AS answer"}, clean_env());
+  CHECK(rows.exit_status == 0);
+  CHECK(rawtool::test::row_cells(rows.out) ==
+        std::vector<std::vector<std::optional<std::string>>>{{std::optional<std::string>("42")}});
+
+  RunOptions from_env = clean_env();
+  from_env.env.emplace_back("RAWTOOL_DATABASE_URL", url);
+  const auto failure = run_rawtool({"query", "--json", "SELECT 1/0"}, from_env);
+  CHECK(failure.exit_status == 1);
+  const json reply = json::parse(failure.out);
+  CHECK(reply.at("kind") == "raw_failure");
+  CHECK(reply.at("sqlstate") == "22012");
 }
