@@ -60,7 +60,9 @@ struct SqliteSetup {
        "parameters": [{"name": "n", "type": "integer", "minimum": 1, "maximum": 3}]},
       {"name": "guarded_insert", "description": "Trips a hostile trigger.", "sql": "INSERT INTO guarded(v) VALUES (?1)",
        "parameters": [{"name": "v", "type": "text"}], "access": "read_write", "database": "writer"},
-      {"name": "broken", "description": "Names a table that does not exist.", "sql": "SELECT * FROM no_such_table_CANARY"}
+      {"name": "broken", "description": "Names a table that does not exist.", "sql": "SELECT * FROM no_such_table_CANARY"},
+      {"name": "sneaky_write", "description": "A read-only query that tries to write.",
+       "sql": "INSERT INTO items(name) VALUES ('sneaky')", "access": "read_only", "database": "writer"}
     ]})J");
     dir.write("rawtool.json", R"({
       "databases": [
@@ -347,7 +349,8 @@ void check_catalog_prose(const std::string& setting) {
   CHECK(s["kind"] == "catalog");
   CHECK(s["catalog_prose"] == setting);
   CHECK(s["catalog_sha256"] == catalog_sha256(setup.catalog_file));
-  REQUIRE(s["queries"].size() == 4);
+  REQUIRE(s["queries"].size() == 5);
+  CHECK(s["queries"][4]["access"] == "read_only");
   CHECK(s["queries"][0]["name"] == "find_item");
   CHECK(s["queries"][0]["parameters"][0]["name"] == "name");
   CHECK(s["queries"][0]["placeholders"] == "?N");
@@ -413,4 +416,17 @@ TEST_CASE("a catalog that does not fit the configuration is refused at open", "[
   CHECK(error_of("r1.json") == "catalog: queries[0] (w).access");
   CHECK(error_of("r2.json") == "catalog: queries[1] (elsewhere).database");
   CHECK(error_of("r3.json") == "catalog");
+}
+
+TEST_CASE("a certified query declared read_only cannot write, even on a read-write database",
+          "[tool][sqlite][certified]") {
+  SqliteSetup setup;
+  auto tool = setup.open();
+  rawtool::Reply reply = tool->certified("sneaky_write", nullptr);
+  INFO(reply.text);
+  CHECK(reply.is_error);
+  CHECK(reply.structured["kind"] == "certified_status");
+  rawtool::Reply count = tool->raw("SELECT count(*) FROM items WHERE name = 'sneaky'");
+  REQUIRE_FALSE(count.is_error);
+  CHECK(count.structured["rows"][0][0] == "0");
 }

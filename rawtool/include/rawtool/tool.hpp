@@ -68,7 +68,12 @@ struct ToolOptions {
 
 /// rawtool's library API: the raw path and the certified path over a pool of
 /// connections per configured database. Safe for concurrent calls from many
-/// threads.
+/// threads; the Tool must outlive every call made on it.
+///
+/// Each database has its own pool of at most pool_size drivers, made on first
+/// use; a call that finds them all busy waits for one (a Cancellation ends the
+/// wait). Expected database outcomes are never exceptions: every call returns
+/// a Reply.
 class Tool {
 public:
   /// Validates the configuration and loads the catalog. Throws ConfigError

@@ -213,8 +213,9 @@ struct Tool::Impl {
     try {
       lease = pool.acquire([&scope] { return scope.cancelled(); });
     } catch (const std::exception& e) {
-      write_log({{"event", "driver_unavailable"}, {"database", db.config.label}, {"complaint", render::to_json(exception_text(e))}});
-      return {Unavailable{Untrusted(std::string_view("no driver could be made for this database"))}, {}};
+      // No driver could be made: reported like a connection that failed, its
+      // words for the log under the reply's reference.
+      return {Unavailable{exception_text(e)}, {}};
     }
     if (!lease) {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled while it waited for a connection."}, {}};
