@@ -12,6 +12,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <type_traits>
@@ -61,35 +62,36 @@ void ignore_sigpipe() {
   }
 }
 
+// Leader/follower: of max_concurrent_calls + 1 threads, one at a time (the
+// leader) reads requests. When the leader reads a tool call it may run, it
+// hands the reading to an idle thread and runs the call itself, so a call
+// starts on the thread that read it, without waiting for another thread to
+// wake; the response is written by that thread. Reading goes on meanwhile, so
+// ping and cancellation are served during a long call. A call beyond the limit
+// waits in a queue that finishing threads drain first.
 class Server {
 public:
-  Server(Backend& backend, const ServerDescription& description, int out_fd, const ServerLimits& limits)
-      : backend_(backend), description_(description), out_fd_(out_fd), limits_(limits) {
-    const std::size_t workers = std::max<std::size_t>(limits_.max_concurrent_calls, 1);
-    workers_.reserve(workers);
-    for (std::size_t i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
-  }
+  Server(Backend& backend, const ServerDescription& description, int in_fd, int out_fd, const ServerLimits& limits)
+      : backend_(backend),
+        description_(description),
+        out_fd_(out_fd),
+        limits_(limits),
+        max_running_(std::max<std::size_t>(limits.max_concurrent_calls, 1)),
+        reader_(in_fd, limits.max_line_bytes) {}
 
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
   ~Server() { finish(); }
 
-  void serve(int in_fd) {
-    LineReader reader(in_fd, limits_.max_line_bytes);
-    Session session;
-    std::string line;
-    for (;;) {
-      const auto status = reader.next(line);
-      if (status == LineReader::Status::end) break;
-      if (status == LineReader::Status::oversized) {
-        send(oversized_line_error(limits_.max_line_bytes));
-        continue;
-      }
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      dispatch(handle_line(line, session, description_, limits_.line));
-      if (output_broken()) break;
+  /// Serves until end of input, then finishes the calls in progress (see finish()).
+  void serve() {
+    const std::size_t threads = max_running_ + 1;  // every running call plus one reader
+    threads_.reserve(threads);
+    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { run_thread(); });
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return input_done_; });
     }
     finish();
   }
@@ -104,43 +106,109 @@ private:
     bool running = false;    // guarded by Server::mutex_
   };
 
+  void run_thread() {
+    for (;;) {
+      std::shared_ptr<Pending> work;
+      {
+        std::unique_lock lock(mutex_);
+        idle_.wait(lock, [this] {
+          return stopping_ || (!queue_.empty() && running_ < max_running_) || (!leader_taken_ && !input_done_);
+        });
+        if (!queue_.empty() && running_ < max_running_) {
+          work = take_queued();
+        } else if (stopping_ || input_done_) {
+          return;
+        } else {
+          leader_taken_ = true;
+        }
+      }
+      if (!work) work = lead();
+      if (work) execute(std::move(work));
+    }
+  }
+
+  // Reads and dispatches lines until one is a call this thread should run, or
+  // the input ends. Returns the call (already counted as running), or null.
+  std::shared_ptr<Pending> lead() {
+    std::string line;
+    for (;;) {
+      const auto status = reader_.next(line);
+      if (status == LineReader::Status::end || output_broken()) {
+        std::lock_guard lock(mutex_);
+        input_done_ = true;
+        leader_taken_ = false;
+        idle_.notify_all();
+        changed_.notify_all();
+        return nullptr;
+      }
+      if (status == LineReader::Status::oversized) {
+        send(oversized_line_error(limits_.max_line_bytes));
+        continue;
+      }
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      Action action = handle_line(line, session_, description_, limits_.line);
+      if (auto* start = std::get_if<StartCall>(&action)) {
+        if (auto work = accept(std::move(*start))) return work;
+        continue;
+      }
+      dispatch(std::move(action));
+    }
+  }
+
   void dispatch(Action action) {
     std::visit(
         [this](auto&& step) {
           using Step = std::decay_t<decltype(step)>;
           if constexpr (std::is_same_v<Step, Send>) {
             send(step.message);
-          } else if constexpr (std::is_same_v<Step, StartCall>) {
-            submit(std::move(step));
           } else if constexpr (std::is_same_v<Step, CancelCall>) {
             cancel(step.request_id);
-          } else if (!step.note.empty()) {
-            log_event("ignored", step.note);
+          } else if constexpr (std::is_same_v<Step, Ignore>) {
+            if (!step.note.empty()) log_event("ignored", step.note);
           }
         },
         std::move(action));
   }
 
-  void submit(StartCall start) {
+  // Registers a call. Returns it when this thread should run it now (reading
+  // passes to another thread); null when it was refused or queued.
+  std::shared_ptr<Pending> accept(StartCall start) {
     auto pending = std::make_shared<Pending>();
     pending->key = id_key(start.id);
     pending->id = std::move(start.id);
     pending->call = std::move(start.call);
     pending->control = backend_.make_control();
+    std::optional<json> refusal;
     {
       std::lock_guard lock(mutex_);
       if (active_.count(pending->key) != 0) {
-        send(error_response(pending->id, ErrorCode::invalid_request, "a request with this id is still in progress"));
-        return;
+        refusal = error_response(pending->id, ErrorCode::invalid_request, "a request with this id is still in progress");
+      } else if (running_ >= max_running_ && queue_.size() >= limits_.max_queued_calls) {
+        refusal = error_response(pending->id, ErrorCode::server_busy, "too many tool calls waiting; try again later");
+      } else {
+        active_.emplace(pending->key, pending);
+        if (running_ < max_running_) {
+          ++running_;
+          pending->running = true;
+          leader_taken_ = false;  // one idle thread takes over reading
+          idle_.notify_one();
+          return pending;
+        }
+        queue_.push_back(pending);
       }
-      if (queue_.size() >= limits_.max_queued_calls) {
-        send(error_response(pending->id, ErrorCode::server_busy, "too many tool calls waiting; try again later"));
-        return;
-      }
-      active_.emplace(pending->key, pending);
-      queue_.push_back(pending);
     }
-    work_ready_.notify_one();
+    if (refusal) send(*refusal);
+    return nullptr;
+  }
+
+  // REQUIRES: mutex_ is held, the queue is not empty and a slot is free.
+  std::shared_ptr<Pending> take_queued() {
+    auto pending = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    pending->running = true;
+    return pending;
   }
 
   void cancel(const json& request_id) {
@@ -155,34 +223,25 @@ private:
         // Never started: take it out now so it neither runs nor holds its id.
         queue_.erase(std::remove(queue_.begin(), queue_.end(), pending), queue_.end());
         active_.erase(found);
-        idle_.notify_all();
+        if (input_done_) changed_.notify_all();  // finish() may be waiting for the last call
         return;
       }
     }
     pending->control->cancel();  // may talk to the server (PostgreSQL cancel request): outside the lock
   }
 
-  void work() {
-    for (;;) {
-      std::shared_ptr<Pending> pending;
-      {
-        std::unique_lock lock(mutex_);
-        work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        pending = std::move(queue_.front());
-        queue_.pop_front();
-        pending->running = true;
-      }
-      std::string line = answer(*pending);
-      bool cancelled = false;
-      {
-        std::lock_guard lock(mutex_);
-        cancelled = pending->cancelled;
-        active_.erase(pending->key);
-        idle_.notify_all();
-      }
-      if (!cancelled) send_line(std::move(line));
+  void execute(std::shared_ptr<Pending> pending) {
+    std::string line = answer(*pending);
+    bool cancelled = false;
+    {
+      std::lock_guard lock(mutex_);
+      cancelled = pending->cancelled;
+      active_.erase(pending->key);
+      --running_;
+      if (!queue_.empty()) idle_.notify_one();  // a slot is free for the next queued call
+      if (input_done_) changed_.notify_all();   // finish() may be waiting for the last call
     }
+    if (!cancelled) send_line(std::move(line));
   }
 
   // The response line for one call: its reply, the stand-in when that is over
@@ -229,7 +288,7 @@ private:
     if (finished_) return;
     finished_ = true;
     std::unique_lock lock(mutex_);
-    idle_.wait_for(lock, limits_.end_of_input_grace, [this] { return active_.empty(); });
+    changed_.wait_for(lock, limits_.end_of_input_grace, [this] { return active_.empty(); });
     std::vector<std::shared_ptr<Pending>> running;
     for (auto& [key, pending] : active_) {
       pending->cancelled = true;
@@ -237,11 +296,12 @@ private:
     }
     queue_.clear();
     stopping_ = true;
+    input_done_ = true;
     lock.unlock();
-    work_ready_.notify_all();
+    idle_.notify_all();
     for (const auto& pending : running) pending->control->cancel();
-    for (auto& worker : workers_) {
-      if (worker.joinable()) worker.join();
+    for (auto& thread : threads_) {
+      if (thread.joinable()) thread.join();
     }
   }
 
@@ -249,18 +309,26 @@ private:
   const ServerDescription& description_;
   int out_fd_;
   ServerLimits limits_;
+  std::size_t max_running_;
+
+  // The leader's: only the thread holding leadership (leader_taken_) touches these.
+  LineReader reader_;
+  Session session_;
 
   std::mutex write_mutex_;
   bool broken_ = false;  // guarded by write_mutex_
 
   std::mutex mutex_;
-  std::condition_variable work_ready_;
-  std::condition_variable idle_;
+  std::condition_variable idle_;     // pool threads waiting for leadership or a queued call
+  std::condition_variable changed_;  // serve() and finish() waiting for the input's end or the last call
   std::deque<std::shared_ptr<Pending>> queue_;                       // guarded by mutex_
   std::unordered_map<std::string, std::shared_ptr<Pending>> active_;  // queued or running, guarded by mutex_
+  std::size_t running_ = 0;                                          // guarded by mutex_
+  bool leader_taken_ = false;                                        // guarded by mutex_
+  bool input_done_ = false;                                          // guarded by mutex_
   bool stopping_ = false;                                            // guarded by mutex_
-  bool finished_ = false;                                            // reader thread only
-  std::vector<std::thread> workers_;
+  bool finished_ = false;                                            // serve()'s thread only
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace
@@ -269,8 +337,8 @@ int run_server(Backend& backend, const ServerDescription& description, int in_fd
                const ServerLimits& limits) {
   ignore_sigpipe();
   log_event("serving", "MCP over stdio; protocol messages on the output, logs here");
-  Server server(backend, description, out_fd, limits);
-  server.serve(in_fd);
+  Server server(backend, description, in_fd, out_fd, limits);
+  server.serve();
   log_event("stopped", "end of input");
   return 0;
 }
