@@ -11,6 +11,7 @@
 #include <rawtool/render/json.hpp>
 
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <string>
 #include <unistd.h>
