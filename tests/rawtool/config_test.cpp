@@ -94,6 +94,8 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
       {R"({"databases": [{"url": "postgresql://h/d", "path": "a.db"}]})", "databases[0]"},
       {R"({"databases": [{"path": ""}]})", "databases[0].path"},
       {R"({"databases": [{"url": 5}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "sqlite:"}]})", "databases[0].url"},
+      {R"({"databases": [{"url": ""}]})", "databases[0].url"},
       {R"({"databases": [{"path": "a.db", "label": "has space"}]})", "databases[0].label"},
       {R"({"databases": [{"path": "a.db", "label": ""}]})", "databases[0].label"},
       {R"({"databases": [{"path": "a.db", "label": "x"}, {"path": "b.db"}]})", "databases[1].label"},
@@ -240,6 +242,8 @@ TEST_CASE("a database left out comes from RAWTOOL_DATABASE_URL before the PG* en
     CHECK(c.databases[0].target == "/base/local.db");
   }
   CHECK(error_field("{}") == "databases");
+  ScopedEnv empty_sqlite("RAWTOOL_DATABASE_URL", "sqlite:");
+  CHECK(error_field("{}") == "RAWTOOL_DATABASE_URL");
 }
 
 TEST_CASE("a target string chooses its engine by its form", "[config]") {

@@ -56,7 +56,13 @@ std::string resolve_path(std::string_view path, const std::filesystem::path& bas
 
 // The target of a database entry that names none: RAWTOOL_DATABASE_URL, then PG*.
 std::optional<DatabaseConfig> database_from_environment(const std::filesystem::path& base_dir) {
-  if (auto url = environment("RAWTOOL_DATABASE_URL")) return database_for_target(*url, base_dir);
+  if (auto url = environment("RAWTOOL_DATABASE_URL")) {
+    try {
+      return database_for_target(*url, base_dir);
+    } catch (const ConfigError&) {
+      fail("RAWTOOL_DATABASE_URL", "a sqlite: URL needs a path");
+    }
+  }
   for (const char* name : {"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"}) {
     if (environment(name)) {
       DatabaseConfig db;
@@ -115,7 +121,11 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
   if (url != value.end()) {
     std::string s = detail::read_string(*url, member_field(field, "url"));
     if (s.empty()) fail(member_field(field, "url"), "must not be empty");
-    db = database_for_target(s, base_dir);
+    try {
+      db = database_for_target(s, base_dir);
+    } catch (const ConfigError&) {
+      fail(member_field(field, "url"), "a sqlite: URL needs a path");
+    }
   } else if (path != value.end()) {
     std::string s = detail::read_string(*path, member_field(field, "path"));
     if (s.empty()) fail(member_field(field, "path"), "must not be empty");
