@@ -430,3 +430,40 @@ TEST_CASE("a certified query declared read_only cannot write, even on a read-wri
   REQUIRE_FALSE(count.is_error);
   CHECK(count.structured["rows"][0][0] == "0");
 }
+
+TEST_CASE("a certified call may choose the database of a query that pins none, and no other", "[tool][sqlite][certified]") {
+  SqliteSetup setup;
+  auto tool = setup.open();
+  rawtool::CallOptions writer;
+  writer.database = "writer";
+  rawtool::Reply chosen = tool->certified("first_items", {{"n", 1}}, writer);
+  INFO(chosen.text);
+  REQUIRE_FALSE(chosen.is_error);
+  CHECK(chosen.structured["certified_provenance"]["database"] == "writer");
+
+  rawtool::CallOptions main_db;
+  main_db.database = "main";
+  rawtool::Reply pinned_elsewhere = tool->certified("guarded_insert", {{"v", "x"}}, main_db);
+  CHECK(pinned_elsewhere.structured["status"] == "invalid_arguments");
+  rawtool::CallOptions nowhere;
+  nowhere.database = "nowhere";
+  rawtool::Reply unknown = tool->certified("first_items", {{"n", 1}}, nowhere);
+  CHECK(unknown.structured["status"] == "invalid_arguments");
+  CHECK_FALSE(contains(unknown.text, "nowhere"));
+}
+
+TEST_CASE("a configuration without a catalog describes an empty one", "[tool][sqlite][catalog]") {
+  rawtool::test::TempDir dir;
+  dir.write("rawtool.json", R"({"databases": [{"path": ":memory:"}]})");
+  rawtool::test::CapturedLog log;
+  rawtool::ToolOptions options;
+  options.log = log.sink();
+  auto tool = rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"), std::move(options));
+  rawtool::Reply reply = tool->describe_catalog();
+  CHECK_FALSE(reply.is_error);
+  CHECK(reply.structured["queries"].empty());
+  CHECK(reply.structured["catalog_sha256"] == "");
+  CHECK(contains(reply.text, "0 pinned queries"));
+  CHECK(rawtool::test::text_surface_problems(reply.text).empty());
+  CHECK(tool->certified("anything", nullptr).structured["status"] == "not_found");
+}
