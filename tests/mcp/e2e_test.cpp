@@ -541,3 +541,25 @@ TEST_CASE("a write in read-only mode is refused with isError", "[mcp][e2e]") {
   REQUIRE(result["isError"] == true);
   REQUIRE(server.call_tool("raw_sql", {{"sql", "SELECT count(*) FROM items"}})["structuredContent"]["rows"][0][0] == "2");
 }
+
+TEST_CASE("a progress token gets a progress notification before the response; no token, none", "[mcp][e2e]") {
+  SqliteSetup setup;
+  McpProcess server(setup.config_file);
+  server.initialize();
+  server.send(json{{"jsonrpc", "2.0"},
+                   {"id", "with-token"},
+                   {"method", "tools/call"},
+                   {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}}}, {"_meta", {{"progressToken", 5}}}}}});
+  const auto progress = server.read(10s);
+  REQUIRE(progress.has_value());
+  REQUIRE((*progress)["method"] == "notifications/progress");
+  REQUIRE((*progress)["params"]["progressToken"] == 5);
+  const auto answer = server.read(10s);
+  REQUIRE(answer.has_value());
+  REQUIRE((*answer)["id"] == "with-token");
+  server.call_tool("raw_sql", {{"sql", "SELECT 2"}});
+  for (const auto& message : server.drain(300ms)) REQUIRE_FALSE(message.contains("method"));
+  std::size_t notifications = 0;
+  for (const auto& line : server.stdout_lines()) notifications += line.find("notifications/progress") != std::string::npos ? 1u : 0u;
+  REQUIRE(notifications == 1);
+}

@@ -325,6 +325,8 @@ TEST_CASE("well-formed tool calls start with the arguments as sent", "[mcp][prot
   const Action certified =
       call({{"name", "certified_query"}, {"arguments", {{"name", "q"}, {"params", {{"a", 1}, {"b", "x"}}}}}, {"_meta", {{"progressToken", "p"}}}});
   REQUIRE(std::holds_alternative<StartCall>(certified));
+  REQUIRE(std::get<StartCall>(certified).progress_token == "p");
+  REQUIRE(std::get<StartCall>(raw).progress_token.is_null());
   const auto& query = std::get<CertifiedQueryCall>(std::get<StartCall>(certified).call);
   REQUIRE(query.name == "q");
   REQUIRE(query.params == json{{"a", 1}, {"b", "x"}});

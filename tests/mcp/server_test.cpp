@@ -369,3 +369,22 @@ TEST_CASE("CRLF line ends and blank lines are accepted", "[mcp][server]") {
   REQUIRE(pong.has_value());
   REQUIRE((*pong)["id"] == 3);
 }
+
+TEST_CASE("progress is notified only when asked for, and before the response", "[mcp][server]") {
+  Harness harness(limits_with(1));
+  harness.backend.release();
+  harness.send(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"raw_sql","arguments":{"sql":"q"},"_meta":{"progressToken":"tok"}}})");
+  const auto progress = harness.read(2s);
+  REQUIRE(progress.has_value());
+  REQUIRE((*progress)["method"] == "notifications/progress");
+  REQUIRE((*progress)["params"]["progressToken"] == "tok");
+  REQUIRE((*progress)["params"]["progress"].is_number());
+  REQUIRE_FALSE(progress->contains("id"));
+  const auto answer = harness.read(2s);
+  REQUIRE(answer.has_value());
+  REQUIRE((*answer)["id"] == 1);
+  harness.call(2, "no token");
+  const auto plain = harness.read(2s);
+  REQUIRE(plain.has_value());
+  REQUIRE((*plain)["id"] == 2);
+}

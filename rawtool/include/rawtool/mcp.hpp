@@ -8,7 +8,8 @@ namespace rawtool::mcp {
 
 struct ServerOptions {
   /// Longest request line accepted; a longer line is answered with a JSON-RPC
-  /// error and skipped, and the server keeps serving.
+  /// error (-32600, without an id) and skipped, and the server keeps serving.
+  /// The reader holds at most this many bytes of one line plus a 64 KiB chunk.
   std::size_t max_line_bytes = 4 * 1024 * 1024;
   /// tools/call requests served at once; 0 means the tool's configured
   /// max_concurrent_calls.
@@ -17,8 +18,26 @@ struct ServerOptions {
 
 /// Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0) for
 /// `tool`, reading requests from `in_fd` and writing only protocol messages to
-/// `out_fd`, until end of input. Logs go to stderr. Returns the process exit
-/// status. Blocks the calling thread; uses worker threads for tool calls.
+/// `out_fd`, until end of input. Logs go to stderr as JSON lines. Returns the
+/// process exit status (0). Blocks the calling thread.
+///
+/// Protocol versions 2025-11-25 (answered by default), 2025-06-18, 2025-03-26
+/// and 2024-11-05; capabilities: tools only. Tools: raw_sql (only when the raw
+/// path is enabled), certified_query, describe_catalog.
+///
+/// Threads: max_concurrent_calls + 1 worker threads, one of which reads at a
+/// time; a tool call runs on the thread that read it while another takes over
+/// reading, so ping and notifications/cancelled are served during a call.
+/// A call beyond the limit waits in a FIFO queue (up to 256 calls; beyond that
+/// it is answered with error -32000). notifications/cancelled stops a running
+/// call through its Cancellation, or drops a waiting one; neither is answered.
+///
+/// End of input: calls already accepted get 1.5 s to finish and be answered;
+/// what is still running then is cancelled and its response dropped, and serve
+/// returns.
+///
+/// A write to a closed `out_fd` must not kill the process, so serve ignores
+/// SIGPIPE process-wide when its disposition is still the default.
 int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options = {});
 
 }  // namespace rawtool::mcp

@@ -149,7 +149,9 @@ Action handle_request(const json& id, const std::string& method, const json& par
   if (auto* problem = std::get_if<ParamsProblem>(&call)) {
     return send_error(id, ErrorCode::invalid_params, problem->message);
   }
-  return StartCall{id, std::move(std::get<ToolCall>(call))};
+  json token;
+  if (const auto meta = params.find("_meta"); meta != params.end()) token = meta->value("progressToken", json());
+  return StartCall{id, std::move(std::get<ToolCall>(call)), std::move(token)};
 }
 
 Action handle_notification(const std::string& method, const json& params, Session& session) {
@@ -185,6 +187,12 @@ json error_response(const json& id, ErrorCode code, std::string_view message) {
 
 json result_response(const json& id, json result) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+json progress_notification(const json& token, double progress, double total, std::string_view message) {
+  return json{{"jsonrpc", "2.0"},
+              {"method", "notifications/progress"},
+              {"params", {{"progressToken", token}, {"progress", progress}, {"total", total}, {"message", message}}}};
 }
 
 json oversized_line_error(std::size_t max_line_bytes) {

@@ -77,6 +77,8 @@ struct Send {
 struct StartCall {
   nlohmann::json id;
   ToolCall call;
+  /// params._meta.progressToken when the caller asked for progress; null otherwise.
+  nlohmann::json progress_token;
 };
 /// The client gave up on request `request_id`: stop it, send nothing for it.
 struct CancelCall {
@@ -103,6 +105,9 @@ nlohmann::json oversized_line_error(std::size_t max_line_bytes);
 /// left out of the message.
 nlohmann::json error_response(const nlohmann::json& id, ErrorCode code, std::string_view message);
 nlohmann::json result_response(const nlohmann::json& id, nlohmann::json result);
+
+/// A notifications/progress message for `token` (a string or an integer).
+nlohmann::json progress_notification(const nlohmann::json& token, double progress, double total, std::string_view message);
 
 /// True when `bytes` is well-formed UTF-8 (no overlongs, surrogates or code
 /// points past U+10FFFF).

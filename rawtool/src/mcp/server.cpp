@@ -101,6 +101,7 @@ private:
     json id;
     std::string key;
     ToolCall call;
+    json progress_token;  // null: the caller did not ask for progress
     std::unique_ptr<CallControl> control;
     bool cancelled = false;  // guarded by Server::mutex_
     bool running = false;    // guarded by Server::mutex_
@@ -178,6 +179,7 @@ private:
     pending->key = id_key(start.id);
     pending->id = std::move(start.id);
     pending->call = std::move(start.call);
+    pending->progress_token = std::move(start.progress_token);
     pending->control = backend_.make_control();
     std::optional<json> refusal;
     {
@@ -231,6 +233,12 @@ private:
   }
 
   void execute(std::shared_ptr<Pending> pending) {
+    // Progress, when asked for: one notification when the call starts to run
+    // (it may have waited for a slot); the response itself is the end. Sent by
+    // this thread, so it always comes before the response.
+    if (!pending->progress_token.is_null()) {
+      send(progress_notification(pending->progress_token, 0, 1, "running"));
+    }
     std::string line = answer(*pending);
     bool cancelled = false;
     {

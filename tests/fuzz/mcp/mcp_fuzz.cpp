@@ -86,6 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (const auto* start_call = std::get_if<StartCall>(&action)) {
       check(was_initialized);
       check(start_call->id == request_id(line));
+      const json& token = start_call->progress_token;
+      check(token.is_null() || token.is_string() || token.is_number_integer());
     } else if (const auto* cancel = std::get_if<CancelCall>(&action)) {
       check(cancel->request_id.is_string() || cancel->request_id.is_number_integer());
       check(request_id(line).is_null());  // only a notification cancels
