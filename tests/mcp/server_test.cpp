@@ -1,6 +1,7 @@
 // The server loop over a scripted backend: concurrency, cancellation, end of
 // input and transport limits, deterministic and without a database.
 
+#include "mcp/line_reader.hpp"
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
 
@@ -387,4 +388,34 @@ TEST_CASE("progress is notified only when asked for, and before the response", "
   const auto plain = harness.read(2s);
   REQUIRE(plain.has_value());
   REQUIRE((*plain)["id"] == 2);
+}
+
+TEST_CASE("the line reader never holds more than the limit of one line", "[mcp][server]") {
+  std::array<int, 2> fds{};
+  REQUIRE(::pipe2(fds.data(), O_CLOEXEC) == 0);
+  std::thread writer([fd = fds[1]] {
+    const std::string lines = std::string(3000, 'a') + "\n" + std::string(999, 'b') + "\n" + std::string(1000, 'c') + "\nlast";
+    std::string_view rest = lines;
+    while (!rest.empty()) {
+      const ssize_t wrote = ::write(fd, rest.data(), std::min<std::size_t>(rest.size(), 7));
+      if (wrote <= 0) break;
+      rest.remove_prefix(static_cast<std::size_t>(wrote));
+    }
+    ::close(fd);
+  });
+  rawtool::mcp::detail::LineReader reader(fds[0], 1000, 16);
+  std::string line;
+  REQUIRE(reader.next(line) == rawtool::mcp::detail::LineReader::Status::oversized);
+  REQUIRE(line.capacity() <= 1000);
+  REQUIRE(reader.next(line) == rawtool::mcp::detail::LineReader::Status::line);
+  REQUIRE(line == std::string(999, 'b'));
+  REQUIRE(line.capacity() <= 1000);
+  REQUIRE(reader.next(line) == rawtool::mcp::detail::LineReader::Status::line);
+  REQUIRE(line == std::string(1000, 'c'));  // exactly the limit is accepted
+  REQUIRE(line.capacity() <= 1000);
+  REQUIRE(reader.next(line) == rawtool::mcp::detail::LineReader::Status::line);
+  REQUIRE(line == "last");  // a final line without LF still counts
+  REQUIRE(reader.next(line) == rawtool::mcp::detail::LineReader::Status::end);
+  writer.join();
+  ::close(fds[0]);
 }

@@ -45,6 +45,15 @@ LineReader::Status LineReader::next(std::string& line) {
         line.clear();
         line.shrink_to_fit();
       } else {
+        // Grow by doubling, but never past the limit, so the line's buffer
+        // stays within max_line_bytes whatever the input. A fresh string is
+        // reserved because growing one in place may round up past the request.
+        if (line.size() + length > line.capacity()) {
+          std::string bigger;
+          bigger.reserve(std::min(std::max(line.capacity() * 2, line.size() + length), max_line_bytes_));
+          bigger.append(line);
+          line.swap(bigger);
+        }
         line.append(start, length);
       }
     }
