@@ -91,7 +91,7 @@ public:
 
   Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                   AccessMode mode) override {
-    if (sql.size() > limits.max_statement_bytes) {
+    if (sql.size() > limits.max_statement_bytes || sql.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
       return refuse(RefusalReason::limit, "The statement is longer than the configured maximum.");
     }
     if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {

@@ -390,3 +390,13 @@ TEST_CASE("a read-only call on a read-write sqlite driver cannot write", "[sqlit
   expect<Rows>(run(*driver, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
   CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
 }
+
+TEST_CASE("nothing after a NUL byte in a sqlite statement runs", "[sqlite]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  const std::string sql("SELECT 1;\0 DELETE FROM t", 24);
+  // SQLite stops reading at the NUL; what follows is a tail, and refused.
+  CHECK(refusal_reason(run(*driver, sql, {}, AccessMode::read_write)) == RefusalReason::multiple_statements);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t", {}, AccessMode::read_write)), 0, 0) == "1");
+}
