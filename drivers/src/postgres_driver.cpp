@@ -217,12 +217,14 @@ public:
     cancels_->start(std::move(canceller));
   }
 
+  /// A SELECT 1 through execute, so the same deadline holds. Read-write mode
+  /// because it writes nothing and a privileged role's read-only refusal is
+  /// not a fault of the connection.
   Health health() override {
-    if (connect().has_value()) return Health::unavailable;
-    Result result(PQexec(conn_, "SELECT 1"));
-    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK) return Health::ok;
-    if (PQstatus(conn_) == CONNECTION_BAD) disconnect();
-    return Health::unavailable;
+    Limits limits;
+    limits.statement_timeout = milliseconds(1000);
+    const Outcome outcome = execute("SELECT 1", {}, limits, AccessMode::read_write);
+    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
   }
 
 private:

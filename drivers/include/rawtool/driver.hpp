@@ -76,7 +76,8 @@ public:
   /// Refusal{cancelled}. Thread-safe; a no-op when nothing runs.
   virtual void cancel() noexcept = 0;
 
-  /// Connects if needed and checks the connection with a trivial round trip.
+  /// Connects if needed and checks the connection with a trivial round trip,
+  /// under a short deadline. Like execute, it must not overlap execute.
   virtual Health health() = 0;
 };
 
