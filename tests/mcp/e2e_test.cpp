@@ -566,3 +566,34 @@ TEST_CASE("a progress token gets a progress notification before the response; no
   for (const auto& line : server.stdout_lines()) notifications += line.find("notifications/progress") != std::string::npos ? 1u : 0u;
   REQUIRE(notifications == 1);
 }
+
+TEST_CASE("a reply over the transport's size limit is refused and a certified one still names its query and catalog hash", "[mcp][e2e]") {
+  TempDir dir;
+  rawtool::test::make_sqlite_database(dir.path() / "db.sqlite", "CREATE TABLE t(x INTEGER);");
+  const json catalog{{"queries", json::array({json{{"name", "filler"},
+                                                   {"description", "Returns n bytes of hex."},
+                                                   {"sql", "SELECT hex(zeroblob(?1)) AS filler"},
+                                                   {"parameters", json::array({json{{"name", "n"}, {"type", "integer"}}})}}})}};
+  dir.write("catalog.json", catalog.dump());
+  // 5,000,000 zero bytes are 10,000,000 hex characters: over the 8 MiB reply limit, inside the byte cap.
+  const json db{{"label", "big"}, {"path", "db.sqlite"}, {"limits", {{"max_bytes", 64 * 1024 * 1024}}}};
+  const auto config_file = dir.write("config.json", json{{"databases", json::array({db})}, {"catalog", "catalog.json"}}.dump());
+  McpProcess server(config_file);
+  server.initialize();
+
+  const json raw = server.call_tool("raw_sql", {{"sql", "SELECT hex(zeroblob(5000000))"}});
+  REQUIRE(raw["isError"] == true);
+  REQUIRE(raw["structuredContent"]["kind"] == "refusal");
+  REQUIRE(raw["structuredContent"]["reason"] == "limit");
+  REQUIRE(raw["structuredContent"].contains("raw_provenance"));
+
+  const json certified = server.call_tool("certified_query", {{"name", "filler"}, {"params", {{"n", 5000000}}}});
+  REQUIRE(certified["isError"] == true);
+  const json& structured = certified["structuredContent"];
+  REQUIRE(structured["reason"] == "limit");
+  REQUIRE(structured["certified_provenance"]["query"] == "filler");
+  const std::string hash = structured["certified_provenance"]["catalog_sha256"].get<std::string>();
+  REQUIRE(hash.size() == 64);
+  REQUIRE(hash.find_first_not_of("0123456789abcdef") == std::string::npos);
+  REQUIRE(rawtool::test::text_surface_problems(certified["content"][0]["text"].get<std::string>()).empty());
+}

@@ -66,7 +66,10 @@ public:
     if (const auto* certified = std::get_if<detail::CertifiedQueryCall>(&call)) {
       provenance.path = render::PathKind::certified;
       // A name the catalog does not hold is the caller's text: not repeated.
-      if (tool_.catalog().find(certified->name) != nullptr) provenance.certified_name = certified->name;
+      if (tool_.catalog().find(certified->name) != nullptr) {
+        provenance.certified_name = certified->name;
+        provenance.catalog_hash = tool_.catalog().sha256;
+      }
     }
     provenance.engine = database.kind == TargetKind::postgresql ? Engine::postgresql : Engine::sqlite;
     provenance.database_label = database.label;
