@@ -243,3 +243,7 @@ TEST_CASE("required, optional and unknown arguments", "[catalog][bind]") {
   CHECK(binds(none, nullptr));
   CHECK(binds(none, nlohmann::json::object()));
 }
+
+TEST_CASE("a number too large for a double is a catalog error naming the catalog, not the parser's exception", "[catalog]") {
+  CHECK(catalog_error(query(R"({"name": "q", "description": "d", "sql": "SELECT 1", "parameters": [{"name": "n", "type": "integer", "maximum": 1e999}]})")) == "catalog");
+}

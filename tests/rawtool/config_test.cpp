@@ -303,3 +303,10 @@ TEST_CASE("database labels are 1 to 64 of A-Z a-z 0-9 _ . -", "[config]") {
   CHECK_FALSE(rawtool::valid_database_label("a/b"));
   CHECK_FALSE(rawtool::valid_database_label("\xc3\xa9"));
 }
+
+TEST_CASE("a number too large for a double is a configuration error in rawtool's words, not the parser's", "[config]") {
+  NoDatabaseEnvironment env;
+  const std::string text = error_text(R"({"databases": [{"path": "a.db", "limits": {"max_rows": 1e999}}]})");
+  CHECK(text.rfind("configuration: ", 0) == 0);
+  CHECK_FALSE(rawtool::test::contains(text, "1e999"));
+}

@@ -370,6 +370,10 @@ Catalog parse_catalog(std::string_view json_text) {
     root = json::parse(json_text);
   } catch (const json::parse_error& e) {
     fail("catalog", "is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::exception&) {
+    // The parser's other complaints (a number too large for a double) quote
+    // the input; say what is wrong in rawtool's words instead.
+    fail("catalog", "holds a number this reader cannot represent (too large for a double)");
   }
   detail::require_object(root, "catalog");
   detail::reject_unknown_keys(root, {"queries"}, "catalog:");

@@ -245,6 +245,10 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
     root = json::parse(json_text);
   } catch (const json::parse_error& e) {
     fail("configuration", "is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+  } catch (const json::exception&) {
+    // The parser's other complaints (a number too large for a double) quote
+    // the input; say what is wrong in rawtool's words instead.
+    fail("configuration", "holds a number this reader cannot represent (too large for a double)");
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
