@@ -1,47 +1,17 @@
 #include <rawtool/render/json.hpp>
 
+#include <rawtool/render/bytes.hpp>
+
 #include "detail/untrusted_access.hpp"
 #include "detail/utf8.hpp"
 
 namespace rawtool::render {
 
-namespace {
-
-std::string base64(std::string_view bytes) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const unsigned v = (unsigned{p[i]} << 16) | (unsigned{p[i + 1]} << 8) | p[i + 2];
-    out.push_back(alphabet[(v >> 18) & 63]);
-    out.push_back(alphabet[(v >> 12) & 63]);
-    out.push_back(alphabet[(v >> 6) & 63]);
-    out.push_back(alphabet[v & 63]);
-  }
-  const std::size_t rest = bytes.size() - i;
-  if (rest == 1) {
-    const unsigned v = unsigned{p[i]} << 16;
-    out.push_back(alphabet[(v >> 18) & 63]);
-    out.push_back(alphabet[(v >> 12) & 63]);
-    out.append("==");
-  } else if (rest == 2) {
-    const unsigned v = (unsigned{p[i]} << 16) | (unsigned{p[i + 1]} << 8);
-    out.push_back(alphabet[(v >> 18) & 63]);
-    out.push_back(alphabet[(v >> 12) & 63]);
-    out.push_back(alphabet[(v >> 6) & 63]);
-    out.push_back('=');
-  }
-  return out;
-}
-
-}  // namespace
 
 nlohmann::json to_json(const Untrusted& value) {
   const std::string_view bytes = detail::UntrustedAccess::bytes(value);
   if (detail::is_valid_utf8(bytes)) return std::string(bytes);
-  return nlohmann::json{{"encoding", "base64"}, {"invalid_utf8", true}, {"base64", base64(bytes)}};
+  return nlohmann::json{{"encoding", "base64"}, {"invalid_utf8", true}, {"base64", encode_base64(bytes)}};
 }
 
 std::string dump(const nlohmann::json& value) {

@@ -1,5 +1,6 @@
 #include "cli/failure_input.hpp"
 
+#include <rawtool/render/bytes.hpp>
 #include <rawtool/render/escape.hpp>
 
 #include <nlohmann/json.hpp>
@@ -32,94 +33,6 @@ std::string describe_name(std::string_view name) {
   std::string out = "\"";
   render::append_escaped(out, Untrusted(name), render::EscapeContext::cell, options);
   out += '"';
-  return out;
-}
-
-/// Offset of the first byte that is not part of well-formed UTF-8, if any.
-std::optional<std::size_t> first_invalid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (b < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF) {
-      len = 2;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      len = 3;
-      if (b == 0xE0) lo = 0xA0;
-      if (b == 0xED) hi = 0x9F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      len = 4;
-      if (b == 0xF0) lo = 0x90;
-      if (b == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + len > s.size()) {
-      return i;
-    }
-    for (std::size_t k = 1; k < len; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + k]);
-      const unsigned char min = k == 1 ? lo : 0x80;
-      const unsigned char max = k == 1 ? hi : 0xBF;
-      if (c < min || c > max) {
-        return i;
-      }
-    }
-    i += len;
-  }
-  return std::nullopt;
-}
-
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-/// Strict standard base64 (RFC 4648, padded, no whitespace, canonical: unused
-/// bits must be zero), so that one byte string has exactly one spelling.
-std::optional<std::string> decode_base64(std::string_view text) {
-  if (text.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    std::size_t pad = 0;
-    if (last) {
-      if (text[i + 3] == '=') pad = 1;
-      if (pad == 1 && text[i + 2] == '=') pad = 2;
-    }
-    std::uint32_t group = 0;
-    for (std::size_t k = 0; k < 4; ++k) {
-      int v = 0;
-      if (k >= 4 - pad) {
-        v = 0;
-      } else {
-        v = base64_value(text[i + k]);
-        if (v < 0) {
-          return std::nullopt;
-        }
-      }
-      group = (group << 6) | static_cast<std::uint32_t>(v);
-    }
-    if ((pad == 1 && (group & 0xFFu) != 0) || (pad == 2 && (group & 0xFFFFu) != 0)) {
-      return std::nullopt;
-    }
-    out.push_back(static_cast<char>((group >> 16) & 0xFFu));
-    if (pad < 2) out.push_back(static_cast<char>((group >> 8) & 0xFFu));
-    if (pad < 1) out.push_back(static_cast<char>(group & 0xFFu));
-  }
   return out;
 }
 
@@ -163,7 +76,7 @@ Untrusted text_field(const json& value, const std::string& where) {
   if (!encoded->is_string()) {
     fail(member_path(where, "base64"), std::string("must be a JSON string, not ") + encoded->type_name());
   }
-  auto bytes = decode_base64(encoded->get_ref<const std::string&>());
+  auto bytes = render::decode_base64(encoded->get_ref<const std::string&>());
   if (!bytes) {
     fail(member_path(where, "base64"),
          "is not valid base64 (standard alphabet, padded to a multiple of 4, no whitespace)");
@@ -267,7 +180,7 @@ json parse_json(std::string_view input) {
   if (input.size() > max_failure_input_bytes) {
     fail("", "input is larger than " + std::to_string(max_failure_input_bytes) + " bytes");
   }
-  if (auto bad = first_invalid_utf8(input)) {
+  if (auto bad = render::first_invalid_utf8(input)) {
     fail("", "input is not UTF-8 (byte " + std::to_string(*bad + 1) +
                  "); JSON text must be UTF-8, so give bytes that are not as {\"base64\": \"...\"}");
   }

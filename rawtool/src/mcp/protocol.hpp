@@ -5,6 +5,8 @@
 // can be unit-tested and fuzzed on its own; the server loop only carries the
 // actions out.
 
+#include <rawtool/render/bytes.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -109,9 +111,9 @@ nlohmann::json result_response(const nlohmann::json& id, nlohmann::json result);
 /// A notifications/progress message for `token` (a string or an integer).
 nlohmann::json progress_notification(const nlohmann::json& token, double progress, double total, std::string_view message);
 
-/// True when `bytes` is well-formed UTF-8 (no overlongs, surrogates or code
-/// points past U+10FFFF).
-bool is_valid_utf8(std::string_view bytes) noexcept;
+/// Well-formed UTF-8, as the renderer defines it (no overlongs, surrogates or
+/// code points past U+10FFFF).
+using render::is_valid_utf8;
 
 /// True when `text`, read as JSON, nests arrays and objects deeper than
 /// `max_depth` (brackets inside strings do not count).
