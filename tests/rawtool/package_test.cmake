@@ -1,10 +1,16 @@
 # Installs the development component into a fresh prefix, then builds and
 # runs a consumer against it twice: with find_package(rawtool), and with
 # pkg-config's rawtool.pc. Arguments: -DBINARY_DIR= -DSOURCE_DIR= -DWORK_DIR=
-#   -DCXX= -DGENERATOR=
+#   -DCXX= -DGENERATOR= [-DSANITIZE=address,undefined]
+# A sanitized build installs sanitized static libraries, and a program linking
+# them needs the same sanitizers: SANITIZE passes them to the consumer.
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
+set(sanitize_flags "")
+if(SANITIZE)
+  set(sanitize_flags "-fsanitize=${SANITIZE}")
+endif()
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -28,7 +34,8 @@ endif()
 
 # find_package(rawtool), as a CMake gateway would.
 run_step("configure the consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/rawtool/consumer" -B "${WORK_DIR}/cmake-build"
-         -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix})
+         -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix}
+         "-DCMAKE_CXX_FLAGS=${sanitize_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${sanitize_flags}")
 run_step("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/cmake-build")
 run_step("run the consumer" "${WORK_DIR}/cmake-build/rawtool_consumer")
 if(NOT step_output MATCHES "row 1: ")
@@ -48,6 +55,6 @@ run_step("pkg-config" ${PKG_CONFIG} --cflags --libs rawtool)
 string(STRIP "${step_output}" flags)
 separate_arguments(flags UNIX_COMMAND "${flags}")
 run_step("compile with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/main.cpp"
-         -o "${WORK_DIR}/pkg-config-consumer" ${flags})
+         -o "${WORK_DIR}/pkg-config-consumer" ${flags} ${sanitize_flags})
 run_step("run the pkg-config consumer" "${WORK_DIR}/pkg-config-consumer")
 file(REMOVE_RECURSE "${WORK_DIR}")
