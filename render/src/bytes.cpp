@@ -7,20 +7,9 @@
 namespace rawtool::render {
 
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
-  std::size_t i = 0;
-  char32_t cp = 0;
-  while (i < n) {
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
-    const std::size_t len = detail::decode_utf8(p + i, n - i, cp);
-    if (len == 0) return i;
-    i += len;
-  }
-  return std::nullopt;
+  const std::size_t offset = detail::invalid_utf8_offset(bytes);
+  if (offset == std::string_view::npos) return std::nullopt;
+  return offset;
 }
 
 bool is_valid_utf8(std::string_view bytes) noexcept { return detail::is_valid_utf8(bytes); }

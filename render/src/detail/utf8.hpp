@@ -40,8 +40,9 @@ inline std::size_t decode_utf8(const unsigned char* p, std::size_t n, char32_t& 
   return 0;
 }
 
-/// True when every byte of `bytes` belongs to a valid sequence.
-inline bool is_valid_utf8(std::string_view bytes) noexcept {
+/// Offset of the first byte that does not belong to a valid sequence, or
+/// std::string_view::npos when every byte does.
+inline std::size_t invalid_utf8_offset(std::string_view bytes) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t n = bytes.size();
   std::size_t i = 0;
@@ -52,10 +53,15 @@ inline bool is_valid_utf8(std::string_view bytes) noexcept {
       continue;
     }
     const std::size_t len = decode_utf8(p + i, n - i, cp);
-    if (len == 0) return false;
+    if (len == 0) return i;
     i += len;
   }
-  return true;
+  return std::string_view::npos;
+}
+
+/// True when every byte of `bytes` belongs to a valid sequence.
+inline bool is_valid_utf8(std::string_view bytes) noexcept {
+  return invalid_utf8_offset(bytes) == std::string_view::npos;
 }
 
 }  // namespace rawtool::render::detail
