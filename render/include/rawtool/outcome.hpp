@@ -55,6 +55,9 @@ struct Failure {
   Untrusted datatype;
   Untrusted constraint;
   std::vector<Notice> notices;  ///< raised before the failure, in order
+  /// Notices the engine sent that were not kept because they would have passed
+  /// the byte limit; counted so that nothing is dropped silently.
+  std::uint64_t notices_withheld = 0;
   /// The caller's statement, when the surface is asked to show it; empty otherwise.
   Untrusted statement;
 };
@@ -93,6 +96,11 @@ struct Rows {
   std::optional<std::uint64_t> rows_affected;
   /// Bytes of cell and column-name data kept (what the byte cap counts).
   std::uint64_t bytes = 0;
+  /// NOTICEs and WARNINGs the statement raised while it ran and succeeded
+  /// (RAISE NOTICE in a function, a server WARNING), in the order they arrived.
+  std::vector<Notice> notices;
+  /// Notices not kept because they would have passed the byte limit.
+  std::uint64_t notices_withheld = 0;
 };
 
 /// Why the tool declined. The set is closed; the explanation beside it is text
