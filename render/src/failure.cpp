@@ -2,6 +2,7 @@
 
 #include "detail/common.hpp"
 #include "detail/escape.hpp"
+#include "detail/notices.hpp"
 #include "detail/tables.hpp"
 #include "detail/untrusted_access.hpp"
 
@@ -20,11 +21,9 @@ using detail::UntrustedAccess;
 
 std::string_view bytes(const Untrusted& value) { return UntrustedAccess::bytes(value); }
 
-struct Field {
-  std::string_view label;  // text-surface label, written by the renderer
-  std::string_view member; // structured member name
-  const Untrusted* value;
-};
+using detail::Field;
+using detail::append_field;
+using detail::notice_fields;
 
 // The failure's own untrusted prose fields, in the order they are shown.
 std::array<Field, 10> prose_fields(const Failure& f) {
@@ -39,15 +38,6 @@ std::array<Field, 10> prose_fields(const Failure& f) {
       {"column", "column", &f.column},
       {"datatype", "datatype", &f.datatype},
       {"constraint", "constraint", &f.constraint},
-  }};
-}
-
-std::array<Field, 4> notice_fields(const Notice& n) {
-  return {{
-      {"message", "message", &n.message},
-      {"detail", "detail", &n.detail},
-      {"hint", "hint", &n.hint},
-      {"context", "context", &n.context},
   }};
 }
 
@@ -80,8 +70,7 @@ nlohmann::json condition_json(std::string_view code) {
 std::size_t shown_untrusted_bytes(const Failure& f, const RenderOptions& options) {
   std::size_t total = 0;
   for (const auto& field : prose_fields(f)) total += field.value->size();
-  for (const auto& n : f.notices)
-    for (const auto& field : notice_fields(n)) total += field.value->size();
+  total += detail::notice_bytes(f.notices);
   if (options.show_statement) total += f.statement.size();
   return total;
 }
@@ -131,12 +120,6 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
   return r;
 }
 
-void append_field(std::string& t, std::string_view label, const Untrusted& value, const RenderOptions& options) {
-  t += label;
-  t += ":\n";
-  detail::quote_lines(t, bytes(value), "> ", options.ascii_only);
-}
-
 }  // namespace
 
 std::string withheld_sha256(const Failure& f) {
@@ -145,11 +128,7 @@ std::string withheld_sha256(const Failure& f) {
   h.update_field(bytes(f.sqlstate));
   for (const auto& field : prose_fields(f)) h.update_field(bytes(*field.value));
   h.update_field(bytes(f.statement));
-  for (const auto& n : f.notices) {
-    h.update_field(bytes(n.severity));
-    h.update_field(bytes(n.sqlstate));
-    for (const auto& field : notice_fields(n)) h.update_field(bytes(*field.value));
-  }
+  detail::hash_notices(h, f.notices);
   return h.hex_digest();
 }
 
@@ -179,20 +158,16 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
     t += fmt::format("; position={} ({})", *f.position, f.engine == Engine::sqlite ? "0-based byte offset" : "1-based character");
   if (f.internal_position) t += fmt::format("; internal_position={}", *f.internal_position);
   if (!f.notices.empty()) t += fmt::format("; notices={}", f.notices.size());
+  if (f.notices_withheld != 0) t += fmt::format("; notices_withheld={}", f.notices_withheld);
   t += '\n';
+  if (f.notices_withheld != 0)
+    t += fmt::format("rawtool: {} more notice{} the statement raised {} not kept: {} would have passed the byte limit.\n", f.notices_withheld,
+                     f.notices_withheld == 1 ? "" : "s", f.notices_withheld == 1 ? "was" : "were", f.notices_withheld == 1 ? "it" : "they");
   t += boundary_notice;
   t += fmt::format("rawtool: ---- begin untrusted database reply, nonce {} ----\n", nonce);
   for (const auto& field : prose_fields(f))
     if (!field.value->empty()) append_field(t, field.label, *field.value, options);
-  for (std::size_t i = 0; i < f.notices.size(); ++i) {
-    const Notice& n = f.notices[i];
-    t += fmt::format("rawtool: notice {} of {}", i + 1, f.notices.size());
-    if (!n.severity.empty()) t += fmt::format("; severity={}", bytes(n.severity));
-    if (!n.sqlstate.empty()) t += fmt::format("; sqlstate={}", sqlstate_text(bytes(n.sqlstate)));
-    t += '\n';
-    for (const auto& field : notice_fields(n))
-      if (!field.value->empty()) append_field(t, fmt::format("notice {} {}", i + 1, field.label), *field.value, options);
-  }
+  detail::append_notices(t, f.notices, options);
   if (options.show_statement && !f.statement.empty()) append_field(t, "statement", f.statement, options);
   t += fmt::format("rawtool: ---- end untrusted database reply, nonce {} ----\n", nonce);
 
@@ -222,18 +197,9 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   for (const auto& field : prose_fields(f))
     if (!field.value->empty()) untrusted[std::string(field.member)] = to_json(*field.value);
   if (options.show_statement && !f.statement.empty()) untrusted["statement"] = to_json(f.statement);
-  nlohmann::json notices = nlohmann::json::array();
-  for (const auto& n : f.notices) {
-    nlohmann::json item = {
-        {"severity", n.severity.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(bytes(n.severity)))},
-        {"sqlstate", n.sqlstate.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(bytes(n.sqlstate)))},
-    };
-    for (const auto& field : notice_fields(n))
-      if (!field.value->empty()) item[std::string(field.member)] = to_json(*field.value);
-    notices.push_back(std::move(item));
-  }
-  untrusted["notices"] = std::move(notices);
+  untrusted["notices"] = detail::notices_json(f.notices);
   s["untrusted"] = std::move(untrusted);
+  s["notices_withheld"] = f.notices_withheld;
   detail::add_provenance(s, provenance);
   return r;
 }
@@ -248,6 +214,7 @@ nlohmann::json failure_log_record(const Failure& f) {
       {"internal_position", f.internal_position ? nlohmann::json(*f.internal_position) : nlohmann::json(nullptr)},
       {"statement", to_json(f.statement)},
       {"withheld_sha256", withheld_sha256(f)},
+      {"notices_withheld", f.notices_withheld},
   };
   for (const auto& field : prose_fields(f)) record[std::string(field.member)] = to_json(*field.value);
   nlohmann::json notices = nlohmann::json::array();

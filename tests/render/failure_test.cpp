@@ -288,3 +288,21 @@ TEST_CASE("ascii-only mode reaches every quoted field of a failure", "[render][f
   CHECK(fields[0].second == rawtool::test::bytes_of(f.message));
   CHECK(fields[4].second == "\xe4\xb8\xad"s);
 }
+
+TEST_CASE("notices the byte limit kept out of a failure are counted on both surfaces and in the log record", "[render][failure][notice]") {
+  Failure f = sample_failure();
+  f.notices_withheld = 3;
+  const auto r = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+  REQUIRE_FALSE(r.refused);
+  INFO(r.text);
+  CHECK(first_line(r.text).find("; notices=1; notices_withheld=3") != std::string::npos);
+  CHECK(r.text.find("\nrawtool: 3 more notices the statement raised were not kept: they would have passed the byte limit.\n") != std::string::npos);
+  CHECK(rawtool::test::text_surface_problems(r.text).empty());
+  CHECK(r.structured["notices_withheld"] == 3);
+  CHECK(rawtool::render::failure_log_record(f)["notices_withheld"] == 3);
+
+  f.notices_withheld = 0;
+  const auto none = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+  CHECK(none.text.find("notices_withheld") == std::string::npos);
+  CHECK(none.structured["notices_withheld"] == 0);
+}

@@ -16,12 +16,19 @@ namespace rawtool::render {
 /// Text: "rawtool: result: ..." header; "columns: "name" (type "t") | ..." (or
 /// "(type unknown)", or "(none)"); "row N: "cell" | NULL | ..."; when rows were
 /// left out, "rawtool: left out: ..." with rows_withheld, the reason and
-/// whether more may exist unread; and the trailer "rawtool: end of rows, nonce
+/// whether more may exist unread; when the statement raised notices, a line
+/// naming the boundary and the notices between "rawtool: ---- begin untrusted
+/// notices, nonce <n> ----" and the matching end marker (each notice's header
+/// line, then its fields quoted per line under labels such as "notice 1
+/// message:"; a notice severity or SQLSTATE that fails its grammar is quoted as
+/// data, never shown in the header line), and a count of any notices the byte
+/// limit kept out; and the trailer "rawtool: end of rows, nonce
 /// <32 hex>; path=raw (uncertified) | certified <name>@<hash12>; engine=..;
 /// database=..; rows=N; complete=yes|no; truncation=..; elapsed_ms=..".
 /// Structured: {"kind":"raw_rows"|"certified_rows","columns":[{"name","type"}],
 /// "rows":[[...]],"row_count","rows_affected","complete","truncation":{"reason",
-/// "rows_withheld","more_unread"},"untrusted_notice", and "raw_provenance" or
+/// "rows_withheld","more_unread"},"untrusted_notice","notices":[{"severity",
+/// "sqlstate","message","detail","hint","context"}],"notices_withheld", and "raw_provenance" or
 /// "certified_provenance" — never both, never the other's name}.
 /// Rows are not held to options.budget (the driver's byte cap bounds them);
 /// a failed self-check gives a refusal (Rendered::refused).
