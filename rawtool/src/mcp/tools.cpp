@@ -55,6 +55,22 @@ json provenance_schema(bool certified) {
   return json{{"type", "object"}, {"properties", std::move(properties)}, {"required", json::array({"engine", "database"})}};
 }
 
+// A notice's header codes and prose fields, each exact (a string, or the bytes
+// object when it is not UTF-8); a code is null when the engine did not send it.
+json notices_schema() {
+  return json{{"type", "array"},
+              {"items",
+               {{"type", "object"},
+                {"properties",
+                 {{"severity", nullable(untrusted_value())},
+                  {"sqlstate", nullable(untrusted_value())},
+                  {"message", untrusted_value()},
+                  {"detail", untrusted_value()},
+                  {"hint", untrusted_value()},
+                  {"context", untrusted_value()}}},
+                {"required", json::array({"severity", "sqlstate"})}}}};
+}
+
 json rows_branch(bool certified) {
   const char* provenance = certified ? "certified_provenance" : "raw_provenance";
   return json{{"type", "object"},
@@ -78,6 +94,8 @@ json rows_branch(bool certified) {
                     {"more_unread", {{"type", "boolean"}}}}},
                   {"required", json::array({"reason"})}}},
                 {"untrusted_notice", {{"type", "string"}}},
+                {"notices", notices_schema()},
+                {"notices_withheld", {{"type", "integer"}, {"minimum", 0}}},
                 {provenance, provenance_schema(certified)}}},
               {"required", json::array({"kind", "columns", "rows", "complete", "truncation", provenance})}};
 }
@@ -107,7 +125,8 @@ json raw_failure_branch() {
                     {"hint", untrusted_value()},
                     {"context", untrusted_value()},
                     {"statement", untrusted_value()},
-                    {"notices", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}}},
+                    {"notices", notices_schema()}}}}},
+                {"notices_withheld", {{"type", "integer"}, {"minimum", 0}}},
                 {"raw_provenance", provenance_schema(false)}}},
               {"required", json::array({"kind", "path", "untrusted", "untrusted_notice", "raw_provenance"})}};
 }

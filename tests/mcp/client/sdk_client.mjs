@@ -223,6 +223,23 @@ function checkFailure(result, c, label, expectedBytes, where, payloadAtLineStart
   }
 }
 
+// Holds a successful reply that carries one notice to the bytes raised: inside
+// the notice markers on the text surface, exact on the structured one.
+function checkRowsNotice(result, expectedBytes, where) {
+  const s = result.structuredContent ?? {};
+  const text = result.content?.[0]?.text ?? "";
+  if (result.isError === true || s.kind !== "raw_rows") {
+    problem(where, `a statement that succeeded did not come back as raw_rows (${s.kind})`);
+    return;
+  }
+  count("corpus notices shown beside rows");
+  const quoted = quotedField(text, "notice 1 message");
+  if (quoted === null) problem(where, 'no well-formed quoted field "notice 1 message" on the text surface');
+  else if (!quoted.equals(expectedBytes)) problem(where, 'the text surface\'s "notice 1 message" does not decode to the bytes raised');
+  if (s.notices?.[0]?.message !== expectedBytes.toString("utf8")) problem(where, "structured notices[0].message is not the exact bytes raised");
+  if (!/\nrawtool: ---- begin untrusted notices, nonce [0-9a-f]{32} ----\n/.test(text)) problem(where, "no notice marker on the text surface");
+}
+
 const b64 = (bytes) => bytes.toString("base64");
 const pgText = (bytes) => `convert_from(decode('${b64(bytes)}', 'base64'), 'UTF8')`;
 
@@ -255,6 +272,12 @@ async function walkPostgres(call, cases) {
       const result = await call("raw_sql", { sql }, where);
       checkFailure(result, c, field === "notice" ? "notice 1 message" : field, c.bytes, where);
       count("corpus walks through PostgreSQL");
+      if (field === "notice") {
+        // The same notice raised by a statement that succeeds arrives beside its (empty) result.
+        const okWhere = `postgresql ${c.name} in a notice of a statement that succeeds`;
+        const ok = await call("raw_sql", { sql: `DO $$ BEGIN RAISE NOTICE USING MESSAGE = ${pgText(c.bytes)}; END $$` }, okWhere);
+        checkRowsNotice(ok, c.bytes, okWhere);
+      }
     }
   }
 }
