@@ -280,8 +280,16 @@ private:
   Stop stop_ = Stop::none;
   bool cancel_sent_ = false;
 
-  std::vector<Notice>* notice_sink_ = nullptr;  ///< where the statement's notices go; null between statements
-  std::uint64_t notice_budget_ = 0;
+  /// The notices of the statement being run, as they arrive.
+  struct NoticeSink {
+    std::vector<Notice> kept;
+    std::uint64_t withheld = 0;
+    std::uint64_t budget = 0;  ///< bytes still free for kept notices
+    bool closed = false;       ///< a notice did not fit: every later one is withheld too
+  };
+  /// Where the statement's notices go; null outside the span of the stream in
+  /// which they arrive (see execute).
+  NoticeSink* notices_ = nullptr;
 
   std::unordered_map<Oid, Untrusted> type_names_;  ///< per connection
   std::vector<Oid> column_types_;                  ///< of the statement being read
@@ -329,20 +337,26 @@ void PostgresDriver::disconnect() noexcept {
 
 
 void PostgresDriver::on_notice(const PGresult* notice) {
-  if (notice_sink_ == nullptr) return;
-  Notice fields{error_field(notice, PG_DIAG_SEVERITY_NONLOCALIZED), error_field(notice, PG_DIAG_SQLSTATE),
-                error_field(notice, PG_DIAG_MESSAGE_PRIMARY),       error_field(notice, PG_DIAG_MESSAGE_DETAIL),
-                error_field(notice, PG_DIAG_MESSAGE_HINT),          error_field(notice, PG_DIAG_CONTEXT)};
-  const std::uint64_t size = fields.severity.size() + fields.sqlstate.size() + fields.message.size() +
-                             fields.detail.size() + fields.hint.size() + fields.context.size();
-  // A loop of RAISE NOTICE must not grow memory without bound: notices past
-  // the byte cap are not kept.
-  if (size > notice_budget_) {
-    notice_budget_ = 0;
+  if (notices_ == nullptr) return;
+  NoticeSink& sink = *notices_;
+  constexpr int fields[] = {PG_DIAG_SEVERITY_NONLOCALIZED, PG_DIAG_SQLSTATE,     PG_DIAG_MESSAGE_PRIMARY,
+                            PG_DIAG_MESSAGE_DETAIL,        PG_DIAG_MESSAGE_HINT, PG_DIAG_CONTEXT};
+  // Sized before anything is copied, so that a loop of RAISE NOTICE costs a
+  // count per notice past the budget, not memory.
+  std::uint64_t size = 0;
+  for (const int field : fields) {
+    const char* text = PQresultErrorField(notice, field);
+    if (text != nullptr) size += std::strlen(text);
+  }
+  if (sink.closed || size > sink.budget) {
+    sink.closed = true;
+    ++sink.withheld;
     return;
   }
-  notice_budget_ -= size;
-  notice_sink_->push_back(std::move(fields));
+  sink.budget -= size;
+  sink.kept.push_back(Notice{error_field(notice, fields[0]), error_field(notice, fields[1]),
+                             error_field(notice, fields[2]), error_field(notice, fields[3]),
+                             error_field(notice, fields[4]), error_field(notice, fields[5])});
 }
 
 void PostgresDriver::send_cancel() noexcept {
@@ -561,9 +575,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
                    (stop_ == Stop::deadline_cancel || Clock::now() - started >= limits.statement_timeout)) {
           outcome = refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
         } else {
-          Failure failure = failure_of(r);
-          failure.notices = std::move(*notice_sink_);
-          outcome = std::move(failure);
+          outcome = failure_of(r);
         }
         break;
       case PGRES_PIPELINE_ABORTED:
@@ -668,7 +680,11 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
       "false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
       wanted.statement.count(), wanted.lock.count(), wanted.idle_in_transaction.count());
 
-  std::vector<Notice> notices;
+  // Whatever the server sent while the session was idle is parsed now, before
+  // the statement's notices are collected: it was not raised by this statement.
+  PQisBusy(conn_);
+  NoticeSink notices;
+  notices.budget = limits.max_notice_bytes;
   {
     std::lock_guard lock(cancel_mutex_);
     running_ = true;
@@ -679,13 +695,26 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     ~Running() {
       std::lock_guard lock(driver.cancel_mutex_);
       driver.running_ = false;
-      driver.notice_sink_ = nullptr;
+      driver.notices_ = nullptr;
     }
   } running{*this};
   stop_ = Stop::none;
   cancel_sent_ = false;
   deadline_ = started + limits.statement_timeout + client_grace;
 
+  // The statement's notices are collected from before anything is sent until
+  // its segment's Sync has been read. libpq hands a notice to the receiver as
+  // soon as it parses it, even one that directly follows a result not yet
+  // collected, so a notice the server raises while it parses the statement
+  // can arrive while the preamble's results are read. The preamble itself
+  // raises none: set_config of valid timeouts does not, and BEGIN warns only
+  // inside a transaction, which an idle session (checked at the end of every
+  // call) is not. The cleanup's notices cannot arrive early: each of its
+  // statements begins with a ParseComplete that libpq does not parse before
+  // the Sync is collected. So everything in the span is the statement's, and
+  // nothing after it is: the WARNING a closing ROLLBACK raises when the
+  // statement ended the transaction itself is the wrapping's.
+  notices_ = &notices;
   bool sent = PQenterPipelineMode(conn_) == 1;
   const auto send = [&](const char* text) {
     sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
@@ -716,11 +745,16 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     clean = applied;
   }
   if (read_only) clean = drain_query() && clean;
-  notice_budget_ = limits.max_bytes;
-  notice_sink_ = &notices;
   Outcome outcome = read_statement(limits, started);
-  notice_sink_ = nullptr;
-  clean = expect_sync() && clean;
+  clean = expect_sync() && clean;  // a read-write statement's commit can still raise notices before it
+  notices_ = nullptr;
+  if (auto* rows = std::get_if<Rows>(&outcome)) {
+    rows->notices = std::move(notices.kept);
+    rows->notices_withheld = notices.withheld;
+  } else if (auto* failure = std::get_if<Failure>(&outcome)) {
+    failure->notices = std::move(notices.kept);
+    failure->notices_withheld = notices.withheld;
+  }
   if (read_only) clean = drain_query() && drain_query() && clean;
   clean = drain_query() && expect_sync() && clean;
 

@@ -282,6 +282,9 @@ private:
   }
 
   Outcome run(sqlite3_stmt* statement, const Limits& limits) {
+    // SQLite has no notices (nothing like NOTICE or WARNING reaches a
+    // connection), so the Rows and Failure made here carry none and withhold
+    // none; limits.max_notice_bytes has nothing to bound.
     detail::RowBudget budget(limits);
     const int column_count = sqlite3_column_count(statement);
     {

@@ -79,6 +79,59 @@ TEST_CASE("every corpus failure payload comes back byte for byte from PostgreSQL
   rawtool::test::pg_admin("DROP FUNCTION drivers_corpus_raise(text); DROP TABLE drivers_corpus");
 }
 
+TEST_CASE("every corpus payload raised as a notice by a succeeding statement comes back byte for byte on its rows",
+          "[postgres][corpus][notices]") {
+  const auto url = rawtool::test::pg_url();
+  if (!url) return;
+  const auto reader_url = rawtool::test::pg_url(true);
+  if (!reader_url) return;
+  const auto cases = rawtool::corpus::load_failures();
+  rawtool::test::pg_admin(R"sql(
+    DROP TABLE IF EXISTS drivers_corpus_notices;
+    CREATE TABLE drivers_corpus_notices (id int PRIMARY KEY, s text);
+    GRANT SELECT ON drivers_corpus_notices TO PUBLIC;
+    CREATE OR REPLACE FUNCTION drivers_corpus_notice(p text) RETURNS TABLE (n int, tail text) LANGUAGE plpgsql AS $f$
+    BEGIN
+      RAISE NOTICE USING MESSAGE = p, DETAIL = p, HINT = p;
+      RAISE WARNING USING MESSAGE = p;
+      RETURN QUERY VALUES (octet_length(p), 'after ' || p);
+    END $f$;
+  )sql");
+  auto writer = rawtool::make_postgres_driver(*url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
+  auto reader = rawtool::make_postgres_driver(*reader_url);
+  Limits limits;
+  limits.max_notice_bytes = 1024 * 1024;  // every walked payload fits four times over with its context
+  std::size_t walked = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    // A UTF8 database stores neither NUL nor invalid UTF-8.
+    if (!c.valid_utf8 || has_nul(c.bytes) || c.bytes.size() > walk_limit) continue;
+    INFO(c.source << " " << c.name);
+    const std::vector<Parameter> row{static_cast<std::int64_t>(i), c.bytes};
+    expect<rawtool::Rows>(
+        writer->execute("INSERT INTO drivers_corpus_notices VALUES ($1, $2)", row, Limits{}, AccessMode::read_write));
+    const auto outcome = reader->execute(
+        fmt::format("SELECT r.* FROM drivers_corpus_notices, drivers_corpus_notice(s) r WHERE id = {}", i), {},
+        limits, AccessMode::read_only);
+    const rawtool::Rows& rows = expect<rawtool::Rows>(outcome);
+    REQUIRE(rows.rows.size() == 1);
+    REQUIRE(rows.rows[0].size() == 2);
+    REQUIRE(rows.rows[0][1].has_value());
+    CHECK(bytes_of(*rows.rows[0][1]) == "after " + c.bytes);
+    CHECK(rows.notices_withheld == 0);
+    REQUIRE(rows.notices.size() == 2);
+    CHECK(bytes_of(rows.notices[0].severity) == "NOTICE");
+    CHECK(bytes_of(rows.notices[0].message) == c.bytes);
+    CHECK(bytes_of(rows.notices[0].detail) == c.bytes);
+    CHECK(bytes_of(rows.notices[0].hint) == c.bytes);
+    CHECK(bytes_of(rows.notices[1].severity) == "WARNING");
+    CHECK(bytes_of(rows.notices[1].message) == c.bytes);
+    ++walked;
+  }
+  CHECK(walked > cases.size() / 2);
+  rawtool::test::pg_admin("DROP FUNCTION drivers_corpus_notice(text); DROP TABLE drivers_corpus_notices");
+}
+
 TEST_CASE("every corpus failure payload comes back byte for byte from SQLite", "[sqlite][corpus]") {
   const auto cases = rawtool::corpus::load_failures();
   std::size_t walked = 0;

@@ -468,12 +468,12 @@ TEST_CASE("COPY to or from the client is refused and the connection stays usable
   pg_admin("DROP TABLE drivers_copy_in");
 }
 
-TEST_CASE("a flood of notices is kept within the byte cap", "[postgres][limits]") {
+TEST_CASE("a flood of notices is kept within the notice budget and the rest counted", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
   auto driver = superuser_driver(*url);
   Limits limits;
-  limits.max_bytes = 4096;
+  limits.max_notice_bytes = 4096;
   const auto outcome = run(*driver,
                            "DO $$BEGIN FOR i IN 1..20000 LOOP RAISE NOTICE 'notice %', i; END LOOP; "
                            "RAISE EXCEPTION 'done'; END$$", limits);
@@ -486,8 +486,9 @@ TEST_CASE("a flood of notices is kept within the byte cap", "[postgres][limits]"
     kept += notice.severity.size() + notice.sqlstate.size() + notice.message.size() + notice.detail.size() +
             notice.hint.size() + notice.context.size();
   }
-  CHECK(kept <= limits.max_bytes);
+  CHECK(kept <= limits.max_notice_bytes);
   CHECK(failure.notices.size() < 20000);
+  CHECK(failure.notices.size() + failure.notices_withheld == 20000);
 }
 
 TEST_CASE("lock_timeout ends a wait for a lock as the database's failure", "[postgres][limits]") {

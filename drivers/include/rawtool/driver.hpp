@@ -29,6 +29,18 @@ struct Limits {
   std::uint64_t max_bytes = 1024 * 1024;
   /// Longest statement accepted, in bytes.
   std::size_t max_statement_bytes = 256 * 1024;
+  /// Bytes of NOTICE and WARNING data kept per statement: the six fields of
+  /// each notice (severity, SQLSTATE, message, detail, hint, context) summed.
+  /// A budget of its own, not a share of max_bytes: notices arrive between
+  /// rows (a RAISE NOTICE in a function called per row), and sharing would let
+  /// them push rows out, making a byte_cap truncation depend on how chatty a
+  /// function is. Notices are context beside the answer, so the default is
+  /// small, leaving room for the failure they may precede in the renderer's
+  /// default budget. Notices are kept in the order they arrive until the first
+  /// that would pass the budget; that one and every later one is counted in
+  /// notices_withheld, never kept in part. Memory for a call's notices is
+  /// bounded by this, whatever the statement raises.
+  std::uint64_t max_notice_bytes = 8 * 1024;
 };
 
 /// A bound parameter of a pinned query: NULL, integer, number, boolean or text
@@ -63,8 +75,15 @@ public:
   /// sooner, by the statement itself, stays a Failure. lock_timeout is the
   /// database's Failure (SQLSTATE 55P03; SQLite's SQLITE_BUSY).
   ///
-  /// Notices: a Failure carries the NOTICEs and WARNINGs raised before it, in
-  /// order, up to limits.max_bytes of their fields; Rows carry none.
+  /// Notices: Rows and Failure carry every NOTICE and WARNING the caller's
+  /// statement raised (for a Failure, the ones before it), in the order they
+  /// arrived, byte for byte, up to limits.max_notice_bytes; the ones past it
+  /// are counted in notices_withheld. Messages raised by the driver's own
+  /// wrapping are not the statement's and are not included: on PostgreSQL,
+  /// the WARNING that the closing ROLLBACK raises when the statement already
+  /// ended the read-only transaction (COMMIT, ROLLBACK, END). A Refusal
+  /// (timeout, cancel, COPY) carries no notices: it holds the tool's words
+  /// only. SQLite has no notices; its outcomes carry none.
   ///
   /// Parameters bind to $1.. (PostgreSQL) or ?1.. (SQLite). A PostgreSQL
   /// statement or text parameter holding a NUL byte is refused (libpq takes C
