@@ -1,14 +1,19 @@
 #include <rawtool/render/escape.hpp>
 
+#include "detail/tables.hpp"
+#include "detail/utf8.hpp"
 #include "oracle.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace std::string_literals;
+using namespace std::string_view_literals;
 using rawtool::Untrusted;
 using rawtool::render::EscapeContext;
 using rawtool::render::RenderOptions;
@@ -220,5 +225,150 @@ TEST_CASE("the bulk path and the per-byte path agree at every offset", "[render]
         CHECK(*decoded == input);
       }
     }
+  }
+}
+
+// The escape grammar written the plain way, one code point at a time, straight
+// from its definition in rawtool/render/escape.hpp. The renderer's bulk paths
+// must write exactly these bytes: the grammar's output is a contract, so a
+// faster path may not change it by a single byte.
+namespace {
+
+std::string reference_hex(std::uint32_t value, int digits) {
+  std::string s;
+  for (int k = digits - 1; k >= 0; --k) s.push_back("0123456789ABCDEF"[(value >> (4 * k)) & 0xF]);
+  return s;
+}
+
+std::string reference_escape(std::string_view bytes, EscapeContext context, bool ascii_only) {
+  using rawtool::render::detail::CodePointClass;
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (std::size_t i = 0; i < bytes.size();) {
+    const unsigned char b = p[i];
+    if (b < 0x80) {
+      switch (b) {
+        case '\\': out += "\\\\"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        case '\n': out += "\\n"; break;
+        case '"': out += context == EscapeContext::cell ? "\\\"" : "\""; break;
+        default: out += b < 0x20 || b == 0x7F ? "\\x" + reference_hex(b, 2) : std::string(1, static_cast<char>(b));
+      }
+      ++i;
+      continue;
+    }
+    char32_t cp = 0;
+    const std::size_t len = rawtool::render::detail::decode_utf8(p + i, bytes.size() - i, cp);
+    if (len == 0) {
+      out += "\\x" + reference_hex(b, 2);
+      ++i;
+      continue;
+    }
+    const CodePointClass cls = rawtool::render::detail::code_point_class(cp);
+    if (ascii_only || cls == CodePointClass::escape || (cls == CodePointClass::combining && i == 0))
+      out += "\\u{" + reference_hex(static_cast<std::uint32_t>(cp), cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4) + "}";
+    else
+      out.append(bytes.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+std::string reference_quote(std::string_view bytes, std::string_view prefix, bool ascii_only) {
+  std::string out;
+  for (;;) {
+    const std::size_t lf = bytes.find('\n');
+    out.append(prefix);
+    out += reference_escape(bytes.substr(0, lf), EscapeContext::line, ascii_only);
+    out += '\n';
+    if (lf == std::string_view::npos) return out;
+    bytes.remove_prefix(lf + 1);
+  }
+}
+
+std::string quoted_with(const std::string& bytes, std::string_view prefix, bool ascii_only) {
+  std::string out;
+  RenderOptions options;
+  options.ascii_only = ascii_only;
+  rawtool::render::append_quoted_lines(out, Untrusted(bytes), prefix, options);
+  return out;
+}
+
+std::string hex_dump(const std::string& bytes) {
+  std::string s;
+  for (char c : bytes) s += reference_hex(static_cast<unsigned char>(c), 2) + " ";
+  return s;
+}
+
+// Every surface the escape grammar has, fast path against reference.
+void check_against_reference(const std::string& input) {
+  INFO("input bytes: " << hex_dump(input));
+  for (bool ascii_only : {false, true}) {
+    INFO("ascii_only: " << ascii_only);
+    REQUIRE(escaped(input, EscapeContext::line, ascii_only) == reference_escape(input, EscapeContext::line, ascii_only));
+    REQUIRE(escaped(input, EscapeContext::cell, ascii_only) == reference_escape(input, EscapeContext::cell, ascii_only));
+    for (std::string_view prefix : {"> "sv, ""sv, "a prefix longer than one sixteen-byte block: "sv})
+      REQUIRE(quoted_with(input, prefix, ascii_only) == reference_quote(input, prefix, ascii_only));
+  }
+}
+
+// Bytes that end a plain run, one of each kind the bulk scan tests for, and
+// sequences that straddle a block edge when placed near one.
+const std::vector<std::string> run_enders = {
+    "\\"s, "\""s, "\n"s, "\r"s, "\t"s, std::string(1, '\0'), "\x1f"s, "\x7f"s, "\x80"s, "\xbf"s, "\xc0"s, "\xff"s,
+    "\xc3\xa9"s, "\xc2\x85"s, "\xcc\x81"s, "\xe4\xb8\xad"s, "\xe2\x80\xae"s, "\xed\xa0\x80"s, "\xf0\x9f\x98\x80"s,
+    "\xf3\xa0\x81\xa7"s, "\xf4\x90\x80\x80"s, "\xe2\x82"s, "\xf0\x9f\x98"s, "\xf0\x9f"s,
+};
+
+}  // namespace
+
+TEST_CASE("escaping writes exactly what the per-code-point definition writes", "[render][escape]") {
+  for (const auto& fragment : fragments) check_against_reference(fragment);
+  std::mt19937 rng(20261130);
+  for (int i = 0; i < 5000; ++i) check_against_reference(random_input(rng));
+  for (int b = 0; b < 256; ++b) check_against_reference(std::string(1, static_cast<char>(b)));
+}
+
+TEST_CASE("a run's end is found at every offset of a sixteen-byte block", "[render][escape]") {
+  // One byte or sequence that ends a plain run, at every offset of the first
+  // three blocks of a run of plain text, in each context.
+  for (const auto& ender : run_enders) {
+    for (std::size_t at = 0; at <= 48; ++at) {
+      std::string input(56, 'a');
+      input.replace(at, ender.size(), ender);
+      check_against_reference(input);
+    }
+  }
+}
+
+TEST_CASE("plain runs crossing block edges are copied whole", "[render][escape]") {
+  // Runs of every length from 0 to 70 between two escapes, so a run ends on,
+  // just before and just after each block edge, and long runs are copied in bulk.
+  for (std::size_t length = 0; length <= 70; ++length) {
+    for (const std::string& edge : {"\\"s, "\xe2\x80\xae"s, "\n"s, "\xc3\xa9"s}) {
+      check_against_reference(edge + std::string(length, 'x') + edge);
+      check_against_reference(std::string(length, 'x') + edge + std::string(length, 'y'));
+    }
+  }
+}
+
+TEST_CASE("invalid UTF-8 at the very end, at every length, is escaped byte by byte", "[render][escape]") {
+  // A sequence cut short by the end of the input lands on every offset near the
+  // end of a block; the bytes past the input are never read as its continuation.
+  for (const std::string& cut : {"\xe2\x82"s, "\xf0\x9f\x98"s, "\xf0\x9f"s, "\xc3"s, "\xe4\xb8"s, "\xf4\x8f\xbf"s}) {
+    for (std::size_t length = 0; length <= 40; ++length) check_against_reference(std::string(length, 'q') + cut);
+  }
+  // The same sequences whole end exactly at the end of the input.
+  for (const std::string& whole : {"\xe2\x82\xac"s, "\xf0\x9f\x98\x80"s, "\xc3\xa9"s, "\xf3\xa0\x81\xa7"s}) {
+    for (std::size_t length = 0; length <= 40; ++length) check_against_reference(std::string(length, 'q') + whole);
+  }
+}
+
+TEST_CASE("a combining mark is escaped at the start of every quoted line, wherever the line starts", "[render][escape]") {
+  for (std::size_t length = 0; length <= 40; ++length) {
+    const std::string input = std::string(length, 'c') + "\n\xcc\x81x\n\xcc\x81";
+    check_against_reference(input);
+    CHECK(quoted(input).find("\n> \\u{0301}x\n> \\u{0301}\n") != std::string::npos);
   }
 }
