@@ -124,6 +124,9 @@ TEST_CASE("rawtool render refuses every class of malformed input with exit statu
        "notices: must be a JSON array"},
       {"a notice that is not an object", R"({"engine":"postgresql","notices":["x"]})",
        "notices[0]: must be a JSON object"},
+      {"notices_withheld negative", R"({"engine":"postgresql","notices_withheld":-1})", "notices_withheld: is out of range"},
+      {"notices_withheld not an integer", R"({"engine":"postgresql","notices_withheld":"3"})",
+       "notices_withheld: must be an integer"},
       {"base64 with a character outside the alphabet", R"({"engine":"postgresql","message":{"base64":"ab!="}})",
        "message.base64: is not valid base64"},
       {"base64 not padded", R"({"engine":"postgresql","message":{"base64":"QQ"}})",
@@ -195,6 +198,7 @@ TEST_CASE("rawtool render --json parses and carries the exact bytes of every fie
       {"message", message},
       {"detail", rawtool::render::to_json(rawtool::Untrusted(invalid))},
       {"notices", json::array({json{{"severity", "WARNING"}, {"message", "notice \xE2\x80\x8B text"}}})},
+      {"notices_withheld", 5},
   };
   const auto result = render(in.dump(), {"--json"});
   REQUIRE(result.exit_status == 0);
@@ -207,6 +211,7 @@ TEST_CASE("rawtool render --json parses and carries the exact bytes of every fie
   CHECK(rawtool::test::json_bytes(out["untrusted"]["message"]) == message);
   CHECK(rawtool::test::json_bytes(out["untrusted"]["detail"]) == invalid);
   CHECK(rawtool::test::json_bytes(out["untrusted"]["notices"][0]["message"]) == "notice \xE2\x80\x8B text");
+  CHECK(out["notices_withheld"] == 5);
 }
 
 TEST_CASE("base64 fields round trip through rawtool render on both surfaces", "[cli][render]") {

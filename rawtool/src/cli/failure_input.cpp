@@ -255,6 +255,12 @@ Failure parse_failure_input(std::string_view input) {
       failure.internal_position = optional_integer(value, key, int64_min, int64_max);
       continue;
     }
+    if (key == "notices_withheld") {
+      if (!value.is_null()) {
+        failure.notices_withheld = static_cast<std::uint64_t>(integer_field(value, key, 0, int64_max));
+      }
+      continue;
+    }
     if (key == "notices") {
       if (value.is_null()) {
         continue;
