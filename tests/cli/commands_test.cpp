@@ -373,3 +373,30 @@ TEST_CASE("query reaches PostgreSQL through --db and through RAWTOOL_DATABASE_UR
   CHECK(reply.at("kind") == "raw_failure");
   CHECK(reply.at("sqlstate") == "22012");
 }
+
+TEST_CASE("query --database runs on the configured database with that label and refuses a label none has", "[cli][sqlite]") {
+  ShopFixture shop;
+  rawtool::test::write_file(shop.folder() / "two.json",
+                            R"({"databases": [{"label": "shop", "path": "shop.db"}, {"label": "scratch", "path": ":memory:"}]})");
+  const std::string config = (shop.folder() / "two.json").string();
+
+  const auto first = run_rawtool({"query", "--config", config, "--json", "SELECT count(*) AS n FROM reviews"}, clean_env());
+  REQUIRE(first.exit_status == 0);
+  CHECK(json::parse(first.out)["raw_provenance"]["database"] == "shop");
+
+  const auto second = run_rawtool({"query", "--config", config, "--database", "scratch", "--json", "SELECT 7 AS n"}, clean_env());
+  REQUIRE(second.exit_status == 0);
+  const json reply = json::parse(second.out);
+  CHECK(reply["raw_provenance"]["database"] == "scratch");
+  CHECK(reply["rows"] == json::array({json::array({"7"})}));
+  // The shop's table is not in the second database: the statement really ran there.
+  const auto missing = run_rawtool({"query", "--config", config, "--database", "scratch", "SELECT count(*) FROM reviews"}, clean_env());
+  CHECK(missing.exit_status == 1);
+  CHECK_THAT(missing.out, Catch::Contains("no such table: reviews"));
+
+  const auto unknown = run_rawtool({"query", "--config", config, "--database", "nope\x1b[2K", "SELECT 1"}, clean_env());
+  CHECK(unknown.exit_status == 2);
+  CHECK(unknown.out.empty());
+  CHECK_THAT(unknown.err, Catch::Contains("--database names no configured database (configured: shop, scratch)"));
+  CHECK(unknown.err.find('\x1b') == std::string::npos);
+}
