@@ -12,15 +12,22 @@
 // wrapping costs no extra round trips:
 //
 //   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
-//               BEGIN READ ONLY · <statement> · Sync
+//               BEGIN READ ONLY · <statement> ·
 //               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
-//   read-write: set_config(timeouts, session) · Sync
+//   read-write: [set_config(timeouts, session) · Sync]   only when they changed
 //               <statement> · Sync                        (commits on its own)
-//               DISCARD ALL · Sync
+//               DISCARD ALL · set_config(timeouts, session) · Sync
 //
 // The statement goes through the extended protocol, so it is exactly one
-// statement: the server refuses a second. A failed statement aborts only its
-// own segment; the cleanup segment still runs.
+// statement: the server refuses a second.
+//
+// Each Sync costs the server a flush and the client a wake-up, and those,
+// not the statements, are most of the wrapping's price (tests/bench/drivers
+// measures each part), so the read-only call has one. A read-only statement
+// that fails aborts the rest of its segment, cleanup included: the cleanup is
+// then sent again, on its own, which costs failures one round trip. A
+// read-write statement keeps its own Sync, so that it commits whatever its
+// cleanup does.
 //
 // In read-only mode everything the statement can do to the session is undone
 // by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
@@ -29,7 +36,8 @@
 // prepared statements, released and deallocated after it. That is why the
 // timeouts can be session settings, set once per connection: no read-only
 // statement can change them past its call. A read-write statement can, so
-// read-write calls end with DISCARD ALL and set the timeouts again next time.
+// read-write calls end with DISCARD ALL and set this call's timeouts again
+// right after it, in the same segment.
 //
 // If anything is left over all the same (an open transaction, a failed
 // cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
@@ -249,7 +257,13 @@ private:
   void send_cancel() noexcept;
   Outcome read_statement(const Limits& limits, Clock::time_point started);
   bool drain_query();
+  /// Drains `count` queries' results, every one even after one failed.
+  bool drain_queries(int count);
   bool expect_sync();
+  /// Queues ROLLBACK, pg_advisory_unlock_all() and DEALLOCATE ALL: what undoes
+  /// everything a read-only statement can leave behind (see the file comment).
+  bool send_read_only_cleanup();
+  static constexpr int read_only_cleanup_queries = 3;
   Failure failure_of(const PGresult* result);
   void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
   Unavailable broken_connection();
@@ -265,7 +279,7 @@ private:
 
   std::string conninfo_;
   PostgresOptions options_;
-  std::optional<SessionTimeouts> session_timeouts_;  ///< known only after a read-only call set them
+  std::optional<SessionTimeouts> session_timeouts_;  ///< as the last clean call left them; unknown after a reset
   std::optional<bool> privileged_;  ///< whether the connection's role can write files or run programs
   std::unique_ptr<Session> session_;
   PGconn* conn_ = nullptr;
@@ -426,6 +440,20 @@ bool PostgresDriver::drain_query() {
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) ok = false;
   }
   return ok && stop_ == Stop::none;
+}
+
+bool PostgresDriver::drain_queries(int count) {
+  bool ok = true;
+  for (int i = 0; i < count; ++i) ok = drain_query() && ok;
+  return ok;
+}
+
+bool PostgresDriver::send_read_only_cleanup() {
+  bool sent = true;
+  for (const char* text : {"ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()", "DEALLOCATE ALL"}) {
+    sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  }
+  return sent;
 }
 
 bool PostgresDriver::expect_sync() {
@@ -674,11 +702,16 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   const std::string statement(sql);
   const SessionTimeouts wanted{limits.statement_timeout, limits.lock_timeout,
                                limits.statement_timeout + client_grace * 2};
-  const bool set_timeouts = !read_only || session_timeouts_ != wanted;
-  const std::string timeouts = fmt::format(
-      "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', '{}', "
-      "false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
-      wanted.statement.count(), wanted.lock.count(), wanted.idle_in_transaction.count());
+  const bool set_timeouts = session_timeouts_ != wanted;
+  // Sent ahead of the statement when the session's timeouts differ, and after
+  // every read-write statement's DISCARD ALL.
+  std::string timeouts;
+  if (set_timeouts || !read_only) {
+    timeouts = fmt::format(
+        "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', "
+        "'{}', false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
+        wanted.statement.count(), wanted.lock.count(), wanted.idle_in_transaction.count());
+  }
 
   // Whatever the server sent while the session was idle is parsed now, before
   // the statement's notices are collected: it was not raised by this statement.
@@ -703,7 +736,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   deadline_ = started + limits.statement_timeout + client_grace;
 
   // The statement's notices are collected from before anything is sent until
-  // its segment's Sync has been read. libpq hands a notice to the receiver as
+  // the end of its results (read-only) or its segment's Sync (read-write,
+  // whose commit can raise them). libpq hands a notice to the receiver as
   // soon as it parses it, even one that directly follows a result not yet
   // collected, so a notice the server raises while it parses the statement
   // can arrive while the preamble's results are read. The preamble itself
@@ -711,42 +745,46 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // inside a transaction, which an idle session (checked at the end of every
   // call) is not. The cleanup's notices cannot arrive early: each of its
   // statements begins with a ParseComplete that libpq does not parse before
-  // the Sync is collected. So everything in the span is the statement's, and
-  // nothing after it is: the WARNING a closing ROLLBACK raises when the
-  // statement ended the transaction itself is the wrapping's.
+  // the previous result is collected. So everything in the span is the
+  // statement's, and nothing after it is: the WARNING a closing ROLLBACK
+  // raises when the statement ended the transaction itself is the wrapping's.
   notices_ = &notices;
   bool sent = PQenterPipelineMode(conn_) == 1;
   const auto send = [&](const char* text) {
     sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   };
   const auto sync = [&] { sent = sent && PQpipelineSync(conn_) == 1; };
+  const auto send_statement = [&] {
+    sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), types.data(),
+                                     values.data(), nullptr, nullptr, 0) == 1;
+  };
   if (set_timeouts) {
     send(timeouts.c_str());
     sync();
   }
-  if (read_only) send("BEGIN READ ONLY");
-  sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), types.data(),
-                                   values.data(), nullptr, nullptr, 0) == 1;
-  sync();
   if (read_only) {
-    send("ROLLBACK");
-    send("SELECT pg_catalog.pg_advisory_unlock_all()");
-    send("DEALLOCATE ALL");
+    send("BEGIN READ ONLY");
+    send_statement();
+    sent = sent && send_read_only_cleanup();
+    sync();
   } else {
-    send("DISCARD ALL");
+    send_statement();
+    sync();
+    send("DISCARD ALL");  // first in its segment: it refuses to run after another statement in one transaction
+    send(timeouts.c_str());
+    sync();
   }
-  sync();
   if (!sent) return broken_connection();
 
   bool clean = true;
   if (set_timeouts) {
     const bool applied = drain_query() && expect_sync();
-    session_timeouts_ = applied && read_only ? std::optional(wanted) : std::nullopt;
+    session_timeouts_ = applied ? std::optional(wanted) : std::nullopt;
     clean = applied;
   }
-  if (read_only) clean = drain_query() && clean;
+  if (read_only) clean = drain_query() && clean;  // BEGIN READ ONLY
   Outcome outcome = read_statement(limits, started);
-  clean = expect_sync() && clean;  // a read-write statement's commit can still raise notices before it
+  if (!read_only) clean = expect_sync() && clean;  // the commit can still raise notices before it
   notices_ = nullptr;
   if (auto* rows = std::get_if<Rows>(&outcome)) {
     rows->notices = std::move(notices.kept);
@@ -755,8 +793,28 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     failure->notices = std::move(notices.kept);
     failure->notices_withheld = notices.withheld;
   }
-  if (read_only) clean = drain_query() && drain_query() && clean;
-  clean = drain_query() && expect_sync() && clean;
+  if (read_only) {
+    // A statement that failed (or was cancelled) aborted the rest of its
+    // segment, cleanup included, and left the transaction open in error: the
+    // cleanup is sent again on its own. Only failures pay this round trip.
+    bool cleaned = drain_queries(read_only_cleanup_queries);
+    clean = expect_sync() && clean;
+    if (!cleaned && stop_ == Stop::none) {
+      if (send_read_only_cleanup() && PQpipelineSync(conn_) == 1) {
+        cleaned = drain_queries(read_only_cleanup_queries) && expect_sync();
+      } else {
+        stop_ = Stop::broken;
+      }
+    }
+    clean = cleaned && clean;
+  } else {
+    // DISCARD ALL reset the timeouts to the connection's defaults; the
+    // set_config after it put this call's back, so a next call with the same
+    // limits needs no preamble.
+    const bool reset = drain_queries(2) && expect_sync();
+    session_timeouts_ = reset ? std::optional(wanted) : std::nullopt;
+    clean = reset && clean;
+  }
 
   {
     std::lock_guard lock(cancel_mutex_);

@@ -256,6 +256,54 @@ TEST_CASE("statement_timeout stops pg_sleep and returns a timeout refusal in tim
   }
 }
 
+TEST_CASE("a read-write statement that lifts its session's timeouts cannot lift them for the next call",
+          "[postgres][limits]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  limits.lock_timeout = 200ms;
+  // The same limits on every call, so the driver sends no timeouts before a
+  // statement: the next call runs under what the previous one left behind.
+  for (const char* lift : {"SET statement_timeout = 0", "SELECT set_config('statement_timeout', '0', false)",
+                           "RESET ALL", "SET SESSION AUTHORIZATION DEFAULT"}) {
+    INFO(lift);
+    expect<Rows>(run(*driver, lift, limits, AccessMode::read_write));
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT current_setting('statement_timeout') || ' ' || "
+                                         "current_setting('lock_timeout')", limits, AccessMode::read_write)),
+               0, 0) == "300ms 200ms");
+    expect<Rows>(run(*driver, lift, limits, AccessMode::read_write));
+    // The server's own timeout, not the client's deadline (limit plus two
+    // seconds of grace), ends the sleep.
+    const auto started = std::chrono::steady_clock::now();
+    CHECK(refusal_reason(run(*driver, "SELECT pg_sleep(10)", limits, AccessMode::read_write)) == RefusalReason::timeout);
+    CHECK(std::chrono::steady_clock::now() - started < 1500ms);
+  }
+}
+
+TEST_CASE("a read-only statement that fails leaves the session clean for the next call", "[postgres][read_only]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  // Each takes something the closing ROLLBACK does not give back, then fails.
+  for (const char* failing : {"SELECT pg_advisory_lock(4245), 1 / (pg_backend_pid() * 0)",
+                              "DO $$BEGIN PERFORM pg_advisory_lock(4246); RAISE EXCEPTION 'after the lock'; END$$",
+                              "SELECT pg_advisory_lock(4247), pg_sleep(0.5)"}) {
+    INFO(failing);
+    Limits limits;
+    limits.statement_timeout = 200ms;
+    const auto outcome = run(*driver, failing, limits);
+    CHECK((std::holds_alternative<Failure>(outcome) || refusal_reason(outcome) == RefusalReason::timeout));
+    const Rows& state = expect<Rows>(run(*driver,
+        "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) || ' ' || "
+        "current_setting('transaction_read_only') || ' ' || current_setting('statement_timeout')"));
+    CHECK(cell(state, 0, 0) == "0 on 5s");
+    // The next write still fails as read-only: the failed call's transaction is gone.
+    CHECK(bytes_of(expect<Failure>(run(*driver, "CREATE TABLE drivers_after_failure (x int)")).sqlstate) == "25006");
+  }
+}
+
 TEST_CASE("a raised 57014 that is not a timeout stays the database's failure", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;

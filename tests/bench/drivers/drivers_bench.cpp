@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
+#include <vector>
 
 namespace {
 
@@ -75,6 +77,71 @@ void select1_bare_libpq_wrapped(benchmark::State& state) {
     }
     PQexitPipelineMode(conn);
   }
+}
+
+/// One pipeline of segments, each a list of statements ended by a Sync, sent
+/// at once and read to the last Sync. With `prepared`, every statement but the
+/// first of the first segment is prepared once under a name before the loop
+/// and sent as Bind/Execute only.
+void run_pipeline(benchmark::State& state, const std::vector<std::vector<const char*>>& segments, bool prepared = false) {
+  Connection connection = connect_bare(state);
+  PGconn* conn = connection.get();
+  std::vector<std::vector<std::string>> names(segments.size());
+  int counter = 0;
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    for (const char* sql : segments[s]) {
+      std::string name;
+      if (prepared && std::string_view(sql) != "SELECT 1") {
+        name = "bench_" + std::to_string(counter++);
+        Result made(PQprepare(conn, name.c_str(), sql, 0, nullptr), &PQclear);
+        if (PQresultStatus(made.get()) != PGRES_COMMAND_OK) state.SkipWithError("prepare failed");
+      }
+      names[s].push_back(std::move(name));
+    }
+  }
+  for (auto _ : state) {
+    PQenterPipelineMode(conn);
+    for (std::size_t s = 0; s < segments.size(); ++s) {
+      for (std::size_t q = 0; q < segments[s].size(); ++q) {
+        if (names[s][q].empty()) {
+          PQsendQueryParams(conn, segments[s][q], 0, nullptr, nullptr, nullptr, nullptr, 0);
+        } else {
+          PQsendQueryPrepared(conn, names[s][q].c_str(), 0, nullptr, nullptr, nullptr, 0);
+        }
+      }
+      PQpipelineSync(conn);
+    }
+    for (std::size_t syncs = 0; syncs < segments.size();) {
+      Result result(PQgetResult(conn), &PQclear);
+      if (result == nullptr) continue;  // the end of one query's results
+      const ExecStatusType status = PQresultStatus(result.get());
+      if (status == PGRES_PIPELINE_SYNC) ++syncs;
+      else if (status == PGRES_FATAL_ERROR || status == PGRES_PIPELINE_ABORTED) state.SkipWithError("the pipeline failed");
+      else if (status == PGRES_TUPLES_OK) benchmark::DoNotOptimize(PQgetvalue(result.get(), 0, 0));
+    }
+    PQexitPipelineMode(conn);
+  }
+}
+
+// Components of the read-only wrapping, each over bare libpq, to see what
+// every part costs beside the same statement.
+void select1_pipe_bare(benchmark::State& state) { run_pipeline(state, {{"SELECT 1"}}); }
+void select1_pipe_begin_rollback(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1"}, {"ROLLBACK"}});
+}
+void select1_pipe_begin_rollback_one_sync(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK"}});
+}
+void select1_pipe_no_deallocate(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1"}, {"ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"}});
+}
+void select1_pipe_full_one_sync(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()",
+                        "DEALLOCATE ALL"}});
+}
+void select1_pipe_full_prepared(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1"}, {"ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"}},
+               true);
 }
 
 void run_driver(benchmark::State& state, rawtool::AccessMode mode) {
@@ -144,6 +211,12 @@ void rows2m_bare_libpq(benchmark::State& state) {
 
 BENCHMARK(select1_bare_libpq)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_bare_libpq_wrapped)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_bare)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_begin_rollback)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_begin_rollback_one_sync)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_no_deallocate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_full_one_sync)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_full_prepared)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_write)->Unit(benchmark::kMicrosecond);
 BENCHMARK(rows2m_driver_default_caps)->Unit(benchmark::kMillisecond);
