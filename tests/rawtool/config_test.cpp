@@ -118,6 +118,9 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
       {R"({"databases": [{"path": "a.db", "limits": {"max_bytes": 0}}]})", "databases[0].limits.max_bytes"},
       {R"({"databases": [{"path": "a.db", "limits": {"max_statement_bytes": 99999999999}}]})",
        "databases[0].limits.max_statement_bytes"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_notice_bytes": 16777217}}]})",
+       "databases[0].limits.max_notice_bytes"},
+      {R"({"databases": [{"path": "a.db", "limits": {"max_notice_bytes": -1}}]})", "databases[0].limits.max_notice_bytes"},
       {R"({"databases": [{"path": "a.db", "limits": []}]})", "databases[0].limits"},
       {"{" + one_db + R"(, "raw_paht": true})", "raw_paht"},
       {"{" + one_db + R"(, "raw_path": "yes"})", "raw_path"},
@@ -166,6 +169,7 @@ TEST_CASE("every key left out takes its documented default", "[config]") {
   CHECK(db.limits.max_rows == 1000);
   CHECK(db.limits.max_bytes == 1024 * 1024);
   CHECK(db.limits.max_statement_bytes == 256 * 1024);
+  CHECK(db.limits.max_notice_bytes == 8 * 1024);
   CHECK(c.raw_path);
   CHECK_FALSE(c.catalog.has_value());
   CHECK(c.render.catalog_prose == rawtool::render::CatalogProse::quoted);
@@ -181,7 +185,7 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
     "databases": [
       {"label": "main", "url": "postgresql://u@h:5/d", "access": "read_write",
        "limits": {"statement_timeout_ms": 700, "lock_timeout_ms": 70, "max_rows": 7, "max_bytes": 7777,
-                  "max_statement_bytes": 777},
+                  "max_statement_bytes": 777, "max_notice_bytes": 0},
        "pool_size": 7},
       {"label": "local.copy-2", "url": "sqlite:rel/b.db"},
       {"label": "mem", "path": ":memory:"}
@@ -203,6 +207,7 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
   CHECK(c.databases[0].limits.max_rows == 7);
   CHECK(c.databases[0].limits.max_bytes == 7777);
   CHECK(c.databases[0].limits.max_statement_bytes == 777);
+  CHECK(c.databases[0].limits.max_notice_bytes == 0);
   CHECK(c.databases[0].pool_size == 7);
   CHECK(c.databases[1].label == "local.copy-2");
   CHECK(c.databases[1].kind == rawtool::TargetKind::sqlite_path);

@@ -67,6 +67,8 @@ struct DatabaseConfig {
 ///       max_rows              integer 1..10000000, default 1000
 ///       max_bytes             integer 1..1073741824, default 1048576
 ///       max_statement_bytes   integer 1..16777216, default 262144
+///       max_notice_bytes      integer 0..16777216, default 8192: NOTICE and WARNING text
+///                             kept per statement; notices past it are counted, not kept
 ///     pool_size           integer 1..256, default 4
 ///   raw_path              boolean, default true. false: the raw path does not
 ///                         exist (raw() refuses; the MCP server does not list it).

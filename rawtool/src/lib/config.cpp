@@ -22,6 +22,7 @@ using detail::member_field;
 constexpr std::int64_t max_timeout_ms = 86'400'000;
 constexpr std::int64_t max_rows_limit = 10'000'000;
 constexpr std::int64_t max_bytes_limit = 1'073'741'824;
+constexpr std::int64_t max_notice_limit = 16'777'216;
 constexpr std::int64_t max_statement_limit = 16'777'216;
 constexpr std::int64_t max_pool_size = 256;
 constexpr std::int64_t min_budget = 1024;
@@ -77,7 +78,8 @@ std::optional<DatabaseConfig> database_from_environment(const std::filesystem::p
 Limits parse_limits(const json& value, const std::string& field) {
   detail::require_object(value, field);
   detail::reject_unknown_keys(
-      value, {"statement_timeout_ms", "lock_timeout_ms", "max_rows", "max_bytes", "max_statement_bytes"}, field);
+      value, {"statement_timeout_ms", "lock_timeout_ms", "max_rows", "max_bytes", "max_statement_bytes", "max_notice_bytes"},
+      field);
   Limits limits;
   if (auto it = value.find("statement_timeout_ms"); it != value.end()) {
     limits.statement_timeout = std::chrono::milliseconds(
@@ -97,6 +99,10 @@ Limits parse_limits(const json& value, const std::string& field) {
   if (auto it = value.find("max_statement_bytes"); it != value.end()) {
     limits.max_statement_bytes = static_cast<std::size_t>(
         detail::read_integer(*it, member_field(field, "max_statement_bytes"), 1, max_statement_limit));
+  }
+  if (auto it = value.find("max_notice_bytes"); it != value.end()) {
+    limits.max_notice_bytes =
+        static_cast<std::uint64_t>(detail::read_integer(*it, member_field(field, "max_notice_bytes"), 0, max_notice_limit));
   }
   return limits;
 }
@@ -227,6 +233,9 @@ void validate_config(const Config& config) {
     }
     if (l.max_statement_bytes < 1 || l.max_statement_bytes > static_cast<std::size_t>(max_statement_limit)) {
       fail(field + ".limits.max_statement_bytes", "must be an integer from 1 to " + std::to_string(max_statement_limit));
+    }
+    if (l.max_notice_bytes > static_cast<std::uint64_t>(max_notice_limit)) {
+      fail(field + ".limits.max_notice_bytes", "must be an integer from 0 to " + std::to_string(max_notice_limit));
     }
   }
   if (config.render.budget < static_cast<std::size_t>(min_budget) ||

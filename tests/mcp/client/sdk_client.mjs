@@ -370,7 +370,11 @@ async function main() {
     if (pgUrl) {
       writeFileSync(
         join(dir, "pg.json"),
-        JSON.stringify({ databases: [{ label: "pg", url: pgUrl, limits: { statement_timeout_ms: 10000 } }], render: { show_statement: false } }),
+        // Notices as large as the corpus's longest, so the render budget decides what is shown.
+        JSON.stringify({
+          databases: [{ label: "pg", url: pgUrl, limits: { statement_timeout_ms: 10000, max_notice_bytes: 65536 } }],
+          render: { show_statement: false },
+        }),
       );
       const { client, tools, call } = await connect(join(dir, "pg.json"));
       expectAnnotations(tools, false, "postgresql");
