@@ -1,18 +1,39 @@
 // What the MCP server adds: tools/call raw_sql through the `rawtool mcp`
 // binary over pipes (a client writing one request line and reading one
 // response line), beside Tool::raw alone in this process, with the same
-// configuration file, in the same run. Each benchmark reports its p50 and p99
-// latency in microseconds as counters; the added cost is the difference of
-// the p50s.
+// configuration file. Each iteration makes one library call, then one tool
+// call and one ping through the server: the three are interleaved so that all
+// see the same load on a shared machine, and the ping (the pipes, two process
+// wake-ups and the JSON-RPC framing, no tool) is the transport's baseline.
 //
-//   ping            the transport alone (answered on the reader thread)
-//   SELECT 1        one row, one column
-//   rows_20k        20,000 rows x 2 columns, end to end
+// Each benchmark reports, in microseconds unless named otherwise:
+//   library_p50_us   Tool::raw in this process
+//   mcp_p50_us       the same call through the binary, request written to response read
+//   ping_p50_us      a ping through the same binary
+//   added_p50_us     mcp_p50_us - library_p50_us: what the server adds at p50 (the goal: <= 50)
+//   server_p50_us    added_p50_us - ping_p50_us: what a tool call costs beyond the transport
+//   *_p99_us         the p99s of the first three
+//   server_cpu_us    the server's CPU time per iteration (one call and one ping), from the
+//                    scheduler's accounting of every thread (/proc/PID/task/*/schedstat)
+//   server_runq_us   time its threads were runnable but waited for a CPU, per iteration
+//   server_switches  times one of its threads was put on a CPU, per iteration
+// Run with repetitions and read the medians:
 //
-// SQLite runs on a temporary file; PostgreSQL runs when RAWTOOL_TEST_PG_READER_URL
-// (or RAWTOOL_TEST_PG_URL) is set.
+//   ./mcp_bench --benchmark_filter=select1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-//   RAWTOOL_TEST_PG_READER_URL=postgresql://rawtool_reader@... ./mcp_bench
+// Benchmarks: select1_<engine> (one row, one column), rows20k_<engine>
+// (20,000 rows x 2 columns end to end). SQLite runs on a temporary file;
+// PostgreSQL runs when RAWTOOL_TEST_PG_READER_URL (or RAWTOOL_TEST_PG_URL) is
+// set.
+//
+// RAWTOOL_MCP_BENCH_BINARY runs another build of `rawtool` instead of the one
+// built beside this benchmark. RAWTOOL_MCP_BENCH_COMPARE names a second build
+// that is measured in the same iterations, the two taking turns at going
+// first: compare_mcp_p50_us, compare_added_p50_us, compare_ping_p50_us, its
+// compare_cpu_us, compare_runq_us and compare_switches, and
+// compare_delta_p50_us, the p50 of (its call - this call) iteration by
+// iteration, which load that comes and goes affects least. A change to the
+// server is judged so against the build before it.
 
 #include <rawtool/config.hpp>
 #include <rawtool/tool.hpp>
@@ -29,11 +50,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <csignal>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -48,12 +70,25 @@ using Clock = std::chrono::steady_clock;
 
 enum class Db { sqlite, postgresql };
 
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
 const char* postgres_url() {
-  for (const char* name : {"RAWTOOL_TEST_PG_READER_URL", "RAWTOOL_TEST_PG_URL"}) {
-    const char* url = std::getenv(name);
-    if (url != nullptr && *url != '\0') return url;
-  }
-  return nullptr;
+  if (const char* url = env("RAWTOOL_TEST_PG_READER_URL")) return url;
+  return env("RAWTOOL_TEST_PG_URL");
+}
+
+std::string server_binary() {
+  const char* chosen = env("RAWTOOL_MCP_BENCH_BINARY");
+  return chosen != nullptr ? chosen : RAWTOOL_MCP_BINARY;
+}
+
+std::optional<std::string> compare_binary() {
+  const char* chosen = env("RAWTOOL_MCP_BENCH_COMPARE");
+  if (chosen == nullptr) return std::nullopt;
+  return std::string(chosen);
 }
 
 std::string rows_20k_sql(Db db) {
@@ -101,10 +136,35 @@ Setup& setup() {
   return instance;
 }
 
+/// The scheduler's accounting summed over a process's threads
+/// (/proc/PID/task/TID/schedstat): time on a CPU, time runnable but waiting
+/// for one, and how many times a thread was put on a CPU.
+struct SchedStats {
+  unsigned long long run_ns = 0;
+  unsigned long long wait_ns = 0;
+  unsigned long long switches = 0;
+};
+
+SchedStats sched_stats_of(pid_t pid) {
+  SchedStats total;
+  std::error_code error;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+    std::ifstream in(task.path() / "schedstat");
+    SchedStats one;
+    if (in >> one.run_ns >> one.wait_ns >> one.switches) {
+      total.run_ns += one.run_ns;
+      total.wait_ns += one.wait_ns;
+      total.switches += one.switches;
+    }
+  }
+  return total;
+}
+
 // `rawtool mcp --config FILE` with pipes; one request line out, one response line in.
 class McpPipe {
 public:
-  explicit McpPipe(const std::filesystem::path& config) {
+  McpPipe(const std::string& binary, const std::filesystem::path& config) {
     std::array<int, 2> to_child{};
     std::array<int, 2> from_child{};
     if (::pipe2(to_child.data(), O_CLOEXEC) != 0 || ::pipe2(from_child.data(), O_CLOEXEC) != 0) {
@@ -115,7 +175,6 @@ public:
     posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
     posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    const std::string binary = RAWTOOL_MCP_BINARY;
     const std::string config_path = config.string();
     std::array<char*, 5> argv{const_cast<char*>(binary.c_str()), const_cast<char*>("mcp"),
                               const_cast<char*>("--config"), const_cast<char*>(config_path.c_str()), nullptr};
@@ -137,6 +196,8 @@ public:
   }
   McpPipe(const McpPipe&) = delete;
   McpPipe& operator=(const McpPipe&) = delete;
+
+  [[nodiscard]] SchedStats sched_stats() const { return sched_stats_of(pid_); }
 
   /// Writes `request` and returns the next line the server writes.
   const std::string& round_trip(const std::string& request) {
@@ -163,10 +224,9 @@ private:
         return line_;
       }
       scanned_ = buffer_.size();
-      std::array<char, 1 << 16> chunk{};
-      const ssize_t got = ::read(out_, chunk.data(), chunk.size());
+      const ssize_t got = ::read(out_, chunk_.data(), chunk_.size());
       if (got <= 0) throw std::runtime_error("the server closed its output");
-      buffer_.append(chunk.data(), static_cast<std::size_t>(got));
+      buffer_.append(chunk_.data(), static_cast<std::size_t>(got));
     }
   }
 
@@ -176,12 +236,13 @@ private:
   std::string buffer_;
   std::size_t scanned_ = 0;
   std::string line_;
+  std::array<char, 1 << 16> chunk_{};
 };
 
-McpPipe& server(Db db) {
-  static std::map<Db, std::unique_ptr<McpPipe>> servers;
-  auto& slot = servers[db];
-  if (!slot) slot = std::make_unique<McpPipe>(setup().config(db));
+McpPipe& server(const std::string& binary, Db db) {
+  static std::map<std::pair<std::string, Db>, std::unique_ptr<McpPipe>> servers;
+  auto& slot = servers[{binary, db}];
+  if (!slot) slot = std::make_unique<McpPipe>(binary, setup().config(db));
   return *slot;
 }
 
@@ -192,13 +253,21 @@ rawtool::Tool& library(Db db) {
   return *slot;
 }
 
-void report(benchmark::State& state, std::vector<double>& micros, std::size_t reply_bytes) {
-  if (micros.empty()) return;
-  std::sort(micros.begin(), micros.end());
-  state.counters["p50_us"] = micros[micros.size() / 2];
-  state.counters["p99_us"] = micros[std::min(micros.size() - 1, micros.size() * 99 / 100)];
-  state.counters["reply_bytes"] = static_cast<double>(reply_bytes);
-}
+// Latencies of one kind of round trip, in microseconds.
+class Samples {
+public:
+  void add(Clock::duration elapsed) { micros_.push_back(std::chrono::duration<double, std::micro>(elapsed).count()); }
+  [[nodiscard]] bool empty() const { return micros_.empty(); }
+  /// The q-quantile (0..1), nearest rank. Sorts the samples.
+  double quantile(double q) {
+    std::sort(micros_.begin(), micros_.end());
+    const auto rank = static_cast<std::size_t>(q * static_cast<double>(micros_.size() - 1) + 0.5);
+    return micros_[std::min(rank, micros_.size() - 1)];
+  }
+
+private:
+  std::vector<double> micros_;
+};
 
 bool available(benchmark::State& state, Db db) {
   if (db == Db::postgresql && postgres_url() == nullptr) {
@@ -208,84 +277,118 @@ bool available(benchmark::State& state, Db db) {
   return true;
 }
 
-void library_call(benchmark::State& state, Db db, const std::string& sql) {
+std::string call_request(const std::string& sql) {
+  return json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}, {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", sql}}}}}}
+      .dump();
+}
+
+bool succeeded(const std::string& response) { return response.find("\"isError\":false") != std::string::npos; }
+
+// One library call, then one tool call and one ping through the server and,
+// when there is one, through the compared server, per iteration.
+void compare(benchmark::State& state, Db db, const std::string& sql) {
   if (!available(state, db)) return;
   rawtool::Tool& tool = library(db);
-  if (tool.raw(sql).is_error) {
-    state.SkipWithError("the statement failed through the library");
+  const std::string request = call_request(sql);
+  const std::string ping = R"({"jsonrpc":"2.0","id":2,"method":"ping"})";
+  McpPipe& pipe = server(server_binary(), db);
+  const std::optional<std::string> other_binary = compare_binary();
+  McpPipe* other = other_binary ? &server(*other_binary, db) : nullptr;
+  // A first call each, unmeasured: connections are opened, caches warm, and a
+  // failure stops the benchmark instead of being timed.
+  if (tool.raw(sql).is_error || !succeeded(pipe.round_trip(request)) ||
+      (other != nullptr && !succeeded(other->round_trip(request)))) {
+    state.SkipWithError("the statement failed through the library or the MCP server");
     return;
   }
-  std::vector<double> micros;
-  std::size_t bytes = 0;
+  Samples library_samples;
+  Samples mcp_samples;
+  Samples ping_samples;
+  Samples other_samples;
+  Samples other_ping_samples;
+  Samples deltas;  // compared server minus this one, call by call
+  std::size_t reply_bytes = 0;
+  // One call and one ping through `through`; false when the call failed.
+  const auto visit = [&](McpPipe& through, Samples& calls, Samples& pings, Clock::duration& call_time) {
+    auto started = Clock::now();
+    const std::string& line = through.round_trip(request);
+    call_time = Clock::now() - started;
+    calls.add(call_time);
+    reply_bytes = line.size();
+    if (!succeeded(line)) return false;
+    started = Clock::now();
+    benchmark::DoNotOptimize(through.round_trip(ping).size());
+    pings.add(Clock::now() - started);
+    return true;
+  };
+  const SchedStats pipe_before = pipe.sched_stats();
+  const SchedStats other_before = other != nullptr ? other->sched_stats() : SchedStats{};
+  std::size_t iterations = 0;
   for (auto _ : state) {
     const auto started = Clock::now();
     rawtool::Reply reply = tool.raw(sql);
-    micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - started).count());
-    bytes = reply.text.size();
+    library_samples.add(Clock::now() - started);
     benchmark::DoNotOptimize(reply.structured);
-  }
-  report(state, micros, bytes);
-}
 
-void mcp_call(benchmark::State& state, Db db, const std::string& sql) {
-  if (!available(state, db)) return;
-  McpPipe& pipe = server(db);
-  const std::string request =
-      json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}, {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", sql}}}}}}
-          .dump();
-  const json first = json::parse(pipe.round_trip(request));
-  if (!first.contains("result") || first["result"]["isError"] != false) {
-    state.SkipWithError("the statement failed through the MCP server");
-    return;
-  }
-  std::vector<double> micros;
-  std::size_t bytes = 0;
-  for (auto _ : state) {
-    const auto started = Clock::now();
-    const std::string& line = pipe.round_trip(request);
-    micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - started).count());
-    bytes = line.size();
-    if (line.find("\"isError\":false") == std::string::npos) {
-      state.SkipWithError("a call failed through the MCP server");
+    // The two servers take turns at going first, so that neither gains from
+    // its place in the iteration.
+    Clock::duration mine{};
+    Clock::duration theirs{};
+    const bool other_first = other != nullptr && iterations % 2 == 1;
+    bool ok = true;
+    if (other_first) ok = visit(*other, other_samples, other_ping_samples, theirs);
+    ok = ok && visit(pipe, mcp_samples, ping_samples, mine);
+    if (other != nullptr && !other_first) ok = ok && visit(*other, other_samples, other_ping_samples, theirs);
+    if (!ok) {
+      state.SkipWithError("a call failed through an MCP server");
       break;
     }
+    if (other != nullptr) deltas.add(theirs - mine);
+    ++iterations;
   }
-  report(state, micros, bytes);
+  if (library_samples.empty() || mcp_samples.empty() || ping_samples.empty() || iterations == 0) return;
+  const double library_p50 = library_samples.quantile(0.5);
+  const double mcp_p50 = mcp_samples.quantile(0.5);
+  const double ping_p50 = ping_samples.quantile(0.5);
+  state.counters["library_p50_us"] = library_p50;
+  state.counters["mcp_p50_us"] = mcp_p50;
+  state.counters["ping_p50_us"] = ping_p50;
+  state.counters["added_p50_us"] = mcp_p50 - library_p50;
+  state.counters["server_p50_us"] = mcp_p50 - library_p50 - ping_p50;
+  state.counters["library_p99_us"] = library_samples.quantile(0.99);
+  state.counters["mcp_p99_us"] = mcp_samples.quantile(0.99);
+  state.counters["ping_p99_us"] = ping_samples.quantile(0.99);
+  state.counters["reply_bytes"] = static_cast<double>(reply_bytes);
+  // What the server process did per iteration (one call and one ping), from
+  // the scheduler's own accounting: CPU time, time spent runnable but waiting
+  // for a CPU, and how many times one of its threads was put on a CPU.
+  const auto per_iteration = [&](const char* prefix, const SchedStats& before, const SchedStats& after) {
+    const auto n = static_cast<double>(iterations);
+    state.counters[std::string(prefix) + "cpu_us"] = static_cast<double>(after.run_ns - before.run_ns) / 1000.0 / n;
+    state.counters[std::string(prefix) + "runq_us"] = static_cast<double>(after.wait_ns - before.wait_ns) / 1000.0 / n;
+    state.counters[std::string(prefix) + "switches"] = static_cast<double>(after.switches - before.switches) / n;
+  };
+  per_iteration("server_", pipe_before, pipe.sched_stats());
+  if (other != nullptr && !other_samples.empty()) {
+    const double other_p50 = other_samples.quantile(0.5);
+    state.counters["compare_mcp_p50_us"] = other_p50;
+    state.counters["compare_added_p50_us"] = other_p50 - library_p50;
+    state.counters["compare_ping_p50_us"] = other_ping_samples.quantile(0.5);
+    state.counters["compare_delta_p50_us"] = deltas.quantile(0.5);
+    per_iteration("compare_", other_before, other->sched_stats());
+  }
 }
 
-// The transport alone: a ping answered by the reader thread, no tool call.
-void mcp_ping(benchmark::State& state) {
-  McpPipe& pipe = server(Db::sqlite);
-  const std::string request = R"({"jsonrpc":"2.0","id":1,"method":"ping"})";
-  std::vector<double> micros;
-  std::size_t bytes = 0;
-  for (auto _ : state) {
-    const auto started = Clock::now();
-    bytes = pipe.round_trip(request).size();
-    micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - started).count());
-  }
-  report(state, micros, bytes);
-}
-
-void library_select1_sqlite(benchmark::State& state) { library_call(state, Db::sqlite, "SELECT 1"); }
-void mcp_select1_sqlite(benchmark::State& state) { mcp_call(state, Db::sqlite, "SELECT 1"); }
-void library_select1_postgresql(benchmark::State& state) { library_call(state, Db::postgresql, "SELECT 1"); }
-void mcp_select1_postgresql(benchmark::State& state) { mcp_call(state, Db::postgresql, "SELECT 1"); }
-void library_rows20k_sqlite(benchmark::State& state) { library_call(state, Db::sqlite, rows_20k_sql(Db::sqlite)); }
-void mcp_rows20k_sqlite(benchmark::State& state) { mcp_call(state, Db::sqlite, rows_20k_sql(Db::sqlite)); }
-void library_rows20k_postgresql(benchmark::State& state) { library_call(state, Db::postgresql, rows_20k_sql(Db::postgresql)); }
-void mcp_rows20k_postgresql(benchmark::State& state) { mcp_call(state, Db::postgresql, rows_20k_sql(Db::postgresql)); }
+void select1_sqlite(benchmark::State& state) { compare(state, Db::sqlite, "SELECT 1"); }
+void select1_postgresql(benchmark::State& state) { compare(state, Db::postgresql, "SELECT 1"); }
+void rows20k_sqlite(benchmark::State& state) { compare(state, Db::sqlite, rows_20k_sql(Db::sqlite)); }
+void rows20k_postgresql(benchmark::State& state) { compare(state, Db::postgresql, rows_20k_sql(Db::postgresql)); }
 
 }  // namespace
 
-BENCHMARK(mcp_ping)->UseRealTime()->MinTime(2.0);
-BENCHMARK(library_select1_sqlite)->UseRealTime()->MinTime(2.0);
-BENCHMARK(mcp_select1_sqlite)->UseRealTime()->MinTime(2.0);
-BENCHMARK(library_select1_postgresql)->UseRealTime()->MinTime(2.0);
-BENCHMARK(mcp_select1_postgresql)->UseRealTime()->MinTime(2.0);
-BENCHMARK(library_rows20k_sqlite)->UseRealTime()->MinTime(3.0)->Unit(benchmark::kMillisecond);
-BENCHMARK(mcp_rows20k_sqlite)->UseRealTime()->MinTime(3.0)->Unit(benchmark::kMillisecond);
-BENCHMARK(library_rows20k_postgresql)->UseRealTime()->MinTime(3.0)->Unit(benchmark::kMillisecond);
-BENCHMARK(mcp_rows20k_postgresql)->UseRealTime()->MinTime(3.0)->Unit(benchmark::kMillisecond);
+BENCHMARK(select1_sqlite)->UseRealTime()->MinTime(3.0);
+BENCHMARK(select1_postgresql)->UseRealTime()->MinTime(3.0);
+BENCHMARK(rows20k_sqlite)->UseRealTime()->MinTime(4.0)->Unit(benchmark::kMillisecond);
+BENCHMARK(rows20k_postgresql)->UseRealTime()->MinTime(4.0)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
