@@ -11,6 +11,13 @@ namespace {
 
 using nlohmann::json;
 
+// Stands for params or arguments left out, so that present ones are read in
+// place rather than copied.
+const json& empty_object() {
+  static const json empty = json::object();
+  return empty;
+}
+
 constexpr std::array<std::string_view, 4> supported_versions = {"2025-11-25", "2025-06-18", "2025-03-26",
                                                                 "2024-11-05"};
 
@@ -59,11 +66,12 @@ std::variant<ToolCall, ParamsProblem> read_tool_call(const json& params, const S
   const auto name = params.find("name");
   if (name == params.end()) return ParamsProblem{"params.name is required"};
   if (!name->is_string()) return ParamsProblem{"params.name must be a string"};
-  json arguments = json::object();
+  const json* arguments_member = &empty_object();
   if (const auto found = params.find("arguments"); found != params.end()) {
     if (!found->is_object()) return ParamsProblem{"params.arguments must be an object"};
-    arguments = *found;
+    arguments_member = &*found;
   }
+  const json& arguments = *arguments_member;
   const auto& tool = name->get_ref<const std::string&>();
   if (tool == "raw_sql" && server.raw_path_enabled) {
     if (auto problem = check_members(arguments, {"sql"}, "raw_sql")) return *problem;
@@ -271,16 +279,16 @@ Action handle_line(std::string_view line, Session& session, const ServerDescript
   if (!method_member->is_string()) return send_error(id, ErrorCode::invalid_request, "method must be a string");
   const auto& method = method_member->get_ref<const std::string&>();
 
-  json params = json::object();
+  const json* params = &empty_object();
   if (const auto found = message.find("params"); found != message.end()) {
     if (!found->is_object()) {
       if (!has_id) return Ignore{"a notification whose params are not an object"};
       return send_error(id, ErrorCode::invalid_params, "params must be an object");
     }
-    params = *found;
+    params = &*found;
   }
-  if (!has_id) return handle_notification(method, params, session);
-  return handle_request(id, method, params, session, server);
+  if (!has_id) return handle_notification(method, *params, session);
+  return handle_request(id, method, *params, session, server);
 }
 
 }  // namespace rawtool::mcp::detail
