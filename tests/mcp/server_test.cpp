@@ -53,6 +53,10 @@ public:
   CallReply run(const ToolCall& call, CallControl& control) override {
     auto& mine = static_cast<Control&>(control);
     const std::string sql = std::holds_alternative<RawSqlCall>(call) ? std::get<RawSqlCall>(call).sql : "";
+    {
+      std::lock_guard lock(mutex_);
+      threads_.push_back(std::this_thread::get_id());
+    }
     if (sql == "throw") throw std::runtime_error("driver text that must not be shown");
     if (sql == "big") return CallReply{std::string(4096, 'x'), json{{"kind", "raw_rows"}}, false};
     std::unique_lock lock(mutex_);
@@ -95,6 +99,11 @@ public:
     std::lock_guard lock(mutex_);
     return cancels_;
   }
+  /// The thread each call ran on, in the order the calls started.
+  std::vector<std::thread::id> threads() {
+    std::lock_guard lock(mutex_);
+    return threads_;
+  }
 
 private:
   std::mutex mutex_;
@@ -104,6 +113,7 @@ private:
   int started_ = 0;
   int peak_ = 0;
   int cancels_ = 0;
+  std::vector<std::thread::id> threads_;
 };
 
 // run_server on a thread, with pipes for its input and output.
@@ -212,11 +222,25 @@ ServerLimits limits_with(std::size_t concurrent) {
   return limits;
 }
 
+// Limits under which a call that runs alone keeps the reading for far longer
+// than any test waits: what is read during such a call was handed over at
+// once, not by the timer.
+ServerLimits parked_for_long(std::size_t concurrent) {
+  ServerLimits limits = limits_with(concurrent);
+  limits.reader_handoff_after = 60s;
+  return limits;
+}
+
+std::string request_line(const json& id, const std::string& sql) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", sql}}}}}}
+      .dump();
+}
+
 }  // namespace
 
 TEST_CASE("tool calls run concurrently up to the limit and no further", "[mcp][server]") {
   Harness harness(limits_with(2));
-  for (int id = 1; id <= 5; ++id) harness.call(id, "q" + std::to_string(id));
+  for (int id = 1; id <= 5; ++id) harness.call(id, std::string("q").append(std::to_string(id)));
   REQUIRE(harness.backend.wait_running(2));
   std::this_thread::sleep_for(200ms);
   REQUIRE(harness.backend.started() == 2);
@@ -418,4 +442,66 @@ TEST_CASE("the line reader never holds more than the limit of one line", "[mcp][
   REQUIRE(reader.next(line) == rawtool::mcp::detail::LineReader::Status::end);
   writer.join();
   ::close(fds[0]);
+}
+
+TEST_CASE("a call with nothing else in flight runs on the thread that read it, which goes on reading", "[mcp][server]") {
+  Harness harness(parked_for_long(4));
+  harness.backend.release();
+  for (int id = 1; id <= 6; ++id) {
+    harness.call(id, "quick");
+    const auto answer = harness.read(5s);
+    REQUIRE(answer.has_value());
+    REQUIRE((*answer)["id"] == id);
+  }
+  const auto threads = harness.backend.threads();
+  REQUIRE(threads.size() == 6);
+  for (const auto& thread : threads) REQUIRE(thread == threads.front());  // no hand-off between calls
+}
+
+TEST_CASE("a request already waiting when a call starts is read at once, not when the call ends", "[mcp][server]") {
+  Harness harness(parked_for_long(2));
+  // One write, so the server reads both lines together.
+  harness.send(request_line(1, "slow") + "\n" + R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  const auto pong = harness.read(5s);
+  REQUIRE(pong.has_value());
+  REQUIRE((*pong)["id"] == "p");
+  REQUIRE(harness.backend.wait_running(1));
+}
+
+TEST_CASE("calls sent together run concurrently even though each would fit the hand-off delay", "[mcp][server]") {
+  Harness harness(parked_for_long(2));
+  harness.send(request_line(1, "first") + "\n" + request_line(2, "second"));
+  REQUIRE(harness.backend.wait_running(2));
+  harness.backend.release();
+  REQUIRE(harness.read(5s).has_value());
+  REQUIRE(harness.read(5s).has_value());
+  REQUIRE(harness.backend.peak() == 2);
+}
+
+TEST_CASE("a call that outlasts the hand-off delay gives the reading away: ping and cancellation are served", "[mcp][server]") {
+  ServerLimits limits = limits_with(1);
+  limits.reader_handoff_after = 5ms;
+  Harness harness(limits);
+  harness.call("long", "slow");
+  REQUIRE(harness.backend.wait_running(1));  // running alone, with the reading parked
+  harness.send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  const auto pong = harness.read(5s);
+  REQUIRE(pong.has_value());
+  REQUIRE((*pong)["id"] == "p");
+  harness.cancel("long");
+  REQUIRE(harness.backend.wait_running(0));
+  REQUIRE(harness.backend.cancels() == 1);
+  REQUIRE_FALSE(harness.read(300ms).has_value());  // no response for the cancelled call
+}
+
+TEST_CASE("with no hand-off delay every call hands the reading over before it starts", "[mcp][server]") {
+  ServerLimits limits = limits_with(1);
+  limits.reader_handoff_after = 0us;
+  Harness harness(limits);
+  harness.call(1, "slow");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
+  const auto pong = harness.read(5s);
+  REQUIRE(pong.has_value());
+  REQUIRE((*pong)["id"] == "p");
 }

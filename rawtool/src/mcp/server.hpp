@@ -1,9 +1,10 @@
 #pragma once
 
-// The server loop: a reader on the calling thread, a fixed pool of workers for
-// tool calls, one lock around every write. It carries out the actions of
-// protocol.hpp and knows the tool only through Backend, so it can run over a
-// scripted backend as well as over rawtool::Tool.
+// The server loop: a fixed pool of threads that take turns reading requests
+// and run tool calls on the thread that read them, one lock around every
+// write. It carries out the actions of protocol.hpp and knows the tool only
+// through Backend, so it can run over a scripted backend as well as over
+// rawtool::Tool.
 
 #include "mcp/protocol.hpp"
 
@@ -65,6 +66,13 @@ struct ServerLimits {
   /// After end of input, how long accepted calls may still finish and be
   /// answered before the rest are cancelled.
   std::chrono::milliseconds end_of_input_grace{1500};
+  /// A call that arrives when nothing else is in flight and no other request
+  /// is waiting runs on the thread that read it, which keeps reading to
+  /// itself for this long: a short call is then answered without waking any
+  /// other thread. A call still running after it gives reading to another
+  /// thread, so a request that arrives during a long call waits at most this
+  /// long to be read. Zero hands reading over before every call starts.
+  std::chrono::microseconds reader_handoff_after{5000};
 };
 
 /// Serves until end of input on `in_fd`; returns the process exit status.
