@@ -5,26 +5,14 @@
 #include "detail/untrusted_access.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace rawtool::render::detail {
 namespace {
 
 constexpr char hex_digits[] = "0123456789ABCDEF";
-
-// Which ASCII bytes are copied as they are, per context.
-constexpr std::array<bool, 128> plain_ascii(bool cell) {
-  std::array<bool, 128> table{};
-  for (unsigned b = 0x20; b < 0x7F; ++b) table[b] = true;
-  table['\\'] = false;
-  if (cell) table['"'] = false;
-  return table;
-}
 
 struct ByteEscape {
   char text[4];
@@ -45,227 +33,307 @@ constexpr std::array<ByteEscape, 256> make_byte_escapes() {
 }
 constexpr auto byte_escapes = make_byte_escapes();
 
-// How many of the bytes at p[0..n) from the start are plain printable ASCII
-// needing no escape, looking at most at the bytes it can check in bulk: the
-// bulk path for clean text (16 bytes per step with SSE2, else 8).
-template <bool Cell>
-inline std::size_t plain_ascii_prefix(const unsigned char* p, std::size_t n) {
-  std::size_t i = 0;
-#if defined(__SSE2__)
-  const __m128i space_minus_one = _mm_set1_epi8(0x1F);
-  const __m128i del = _mm_set1_epi8(0x7F);
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i quote = _mm_set1_epi8('"');
-  for (; i + 16 <= n; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-    // Signed compare: bytes from 0x80 up are negative, so they fail it too.
-    const __m128i printable = _mm_cmpgt_epi8(v, space_minus_one);
-    __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, backslash));
-    if constexpr (Cell) special = _mm_or_si128(special, _mm_cmpeq_epi8(v, quote));
-    const auto plain = static_cast<unsigned>(_mm_movemask_epi8(_mm_andnot_si128(special, printable)));
-    if (plain != 0xFFFFu) return i + static_cast<std::size_t>(__builtin_ctz(~plain));
-  }
-#else
-  constexpr std::uint64_t ones = 0x0101010101010101ull;
-  constexpr std::uint64_t highs = 0x8080808080808080ull;
-  auto has_zero_byte = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, sizeof w);
-    std::uint64_t bad = ((w - ones * 0x20) & ~w & highs) | ((w | (w + ones)) & highs) | has_zero_byte(w ^ (ones * '\\'));
-    if constexpr (Cell) bad |= has_zero_byte(w ^ (ones * '"'));
-    if (bad != 0) return i;
-  }
-#endif
-  // The tail, shorter than one bulk step, byte by byte.
-  static constexpr auto plain = plain_ascii(Cell);
-  while (i < n && p[i] < 0x80 && plain[p[i]]) ++i;
-  return i;
+// The first four bytes of a code point escape, by its first hex digit:
+// "\u{0" to "\u{F".
+constexpr std::array<std::array<char, 4>, 16> make_code_point_heads() {
+  std::array<std::array<char, 4>, 16> table{};
+  for (unsigned d = 0; d < 16; ++d) table[d] = {'\\', 'u', '{', hex_digits[d]};
+  return table;
 }
+constexpr auto code_point_heads = make_code_point_heads();
 
-// Collects escapes in a small buffer, so that dense escaping costs a store per
-// byte rather than a call into std::string per escape.
-class EscapeWriter {
+// Two hex digits per byte value, so a code point's digits take three loads.
+constexpr std::array<std::array<char, 2>, 256> make_hex_pairs() {
+  std::array<std::array<char, 2>, 256> table{};
+  for (unsigned b = 0; b < 256; ++b) table[b] = {hex_digits[b >> 4], hex_digits[b & 0xF]};
+  return table;
+}
+constexpr auto hex_pairs = make_hex_pairs();
+
+// What a byte says about the sequence it starts (RFC 3629: no overlong
+// forms, no surrogates, nothing past U+10FFFF), in the terms of the four
+// bytes from it read as one little-endian word.
+struct Lead {
+  std::uint32_t continuations;  // the high two bits of the third and fourth bytes the sequence holds: each must be 10
+  std::uint16_t second_lo;      // the second byte must be in second_lo .. second_lo + second_span; 0x100 (never) for a byte that does not lead
+  std::uint8_t second_span;
+  std::uint8_t payload_mask;  // the lead's bits of the code point
+  std::uint8_t shift;         // how far a four-byte assembly of the payloads is too long
+  std::uint8_t length;        // 1 for ASCII and for a byte that never starts valid UTF-8
+};
+
+constexpr std::array<Lead, 256> make_leads() {
+  std::array<Lead, 256> table{};
+  for (unsigned b = 0; b < 256; ++b) {
+    if (b >= 0xC2 && b <= 0xDF) table[b] = {0, 0x80, 0x3F, 0x1F, 12, 2};
+    else if (b >= 0xE0 && b <= 0xEF) table[b] = {0x00C00000, static_cast<std::uint16_t>(b == 0xE0 ? 0xA0 : 0x80), static_cast<std::uint8_t>(b == 0xE0 || b == 0xED ? 0x1F : 0x3F), 0x0F, 6, 3};
+    else if (b >= 0xF0 && b <= 0xF4) table[b] = {0xC0C00000, static_cast<std::uint16_t>(b == 0xF0 ? 0x90 : 0x80), static_cast<std::uint8_t>(b == 0xF0 ? 0x2F : b == 0xF4 ? 0x0F : 0x3F), 0x07, 0, 4};
+    else table[b] = {0, 0x100, 0, 0, 0, 1};
+  }
+  return table;
+}
+constexpr auto leads = make_leads();
+
+// Output on its way to the std::string: a buffer with room for one more
+// fixed-size store past its limit, so that each escape is written with stores
+// of a fixed size and its length only moves the write position. The escape
+// loop keeps that position in a local variable: a pointer held in an object
+// would have to be reloaded after every byte stored, since a char store may
+// alias anything.
+class Sink {
 public:
-  explicit EscapeWriter(std::string& out) : out_(out) {}
-  ~EscapeWriter() { drain(); }
-  EscapeWriter(const EscapeWriter&) = delete;
-  EscapeWriter& operator=(const EscapeWriter&) = delete;
+  /// How many bytes a write starting below limit() may store.
+  static constexpr std::size_t slack = 64;
+  static constexpr std::size_t capacity = 1024;
+  static constexpr std::size_t long_copy = capacity / 4;
 
-  /// Copies bytes that need no escape: short runs through the buffer, long
-  /// ones straight into the output.
-  void copy(const char* p, std::size_t n) {
-    if (n <= small_copy) {
-      if (used_ + n > sizeof buffer_) drain();
-      std::memcpy(buffer_ + used_, p, n);
-      used_ += n;
-      return;
+  explicit Sink(std::string& out) : out_(out) {}
+  Sink(const Sink&) = delete;
+  Sink& operator=(const Sink&) = delete;
+
+  char* start() { return buffer_; }
+  /// A write may start anywhere below this and store `slack` bytes.
+  char* limit() { return buffer_ + capacity; }
+  /// Moves [start(), at) into the output; returns the new write position.
+  char* drain(char* at) {
+    out_.append(buffer_, static_cast<std::size_t>(at - buffer_));
+    return buffer_;
+  }
+  /// Copies `n` bytes of any length at `at`; returns the new write position.
+  /// Copies up to `long_copy` go through the buffer, longer ones straight
+  /// into the output.
+  char* copy(char* at, const void* p, std::size_t n) {
+    if (n > long_copy) {
+      out_.append(buffer_, static_cast<std::size_t>(at - buffer_));
+      out_.append(static_cast<const char*>(p), n);
+      return buffer_;
     }
-    drain();
-    out_.append(p, n);
-  }
-  void copy(std::string_view bytes) { copy(bytes.data(), bytes.size()); }
-  /// The escape of an ASCII byte that is not plain, or of a byte that is not
-  /// part of valid UTF-8: one table load and one fixed-size store.
-  void byte_escape(unsigned char b) {
-    const ByteEscape& e = byte_escapes[b];
-    std::memcpy(room(), e.text, 4);
-    used_ += e.length;
-  }
-  void code_point_escape(char32_t cp) {
-    // \u{HHHH}, \u{HHHHH} or \u{HHHHHH}: six digits are always written and
-    // the count only moves the closing brace, so the length costs no branch.
-    char* e = room();
-    const unsigned digits = 4u + (cp > 0xFFFF ? 1u : 0u) + (cp > 0xFFFFF ? 1u : 0u);
-    const std::uint32_t top_aligned = static_cast<std::uint32_t>(cp) << (4 * (6 - digits));
-    e[0] = '\\';
-    e[1] = 'u';
-    e[2] = '{';
-    for (unsigned k = 0; k < 6; ++k) e[3 + k] = hex_digits[(top_aligned >> (20 - 4 * k)) & 0xF];
-    e[3 + digits] = '}';
-    used_ += 4 + digits;
+    if (at + n >= limit()) at = drain(at);
+    std::memcpy(at, p, n);
+    return at + n;
   }
 
 private:
-  static constexpr std::size_t small_copy = 128;
-  static constexpr std::size_t longest_escape = 10;  // room for \u{ + six digits + }
-  char* room() {
-    if (used_ > sizeof buffer_ - longest_escape) drain();
-    return buffer_ + used_;
-  }
-  void drain() {
-    if (used_ != 0) out_.append(buffer_, used_);
-    used_ = 0;
-  }
   std::string& out_;
-  char buffer_[512];
-  std::size_t used_ = 0;
+  char buffer_[capacity + slack];
 };
 
-// What a byte means at the start of a sequence, and for a multi-byte lead the
-// range its second byte must fall in (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF; later bytes are always 80..BF).
-enum class Lead : std::uint8_t {
-  plain = 0,   // printable ASCII copied as it is
-  escape = 1,  // an ASCII byte that is escaped, or a byte that never starts valid UTF-8
-  two = 2,
-  three = 3,
-  four = 4,
-  newline = 5,  // LF when quoting lines: ends one quoted line and starts the next
-};
-struct LeadInfo {
-  Lead kind;
-  std::uint8_t second_lo;
-  std::uint8_t second_hi;
-};
+// The class values escape_unit combines as bits.
+static_assert(static_cast<unsigned>(CodePointClass::plain) == 0 && static_cast<unsigned>(CodePointClass::escape) == 1 &&
+              static_cast<unsigned>(CodePointClass::combining) == 2);
 
-constexpr std::array<LeadInfo, 256> make_leads(bool cell, bool lines) {
-  std::array<LeadInfo, 256> table{};
-  const auto plain = plain_ascii(cell);
-  for (unsigned b = 0; b < 256; ++b) {
-    if (b < 0x80) table[b] = {plain[b] ? Lead::plain : Lead::escape, 0, 0};
-    else if (b >= 0xC2 && b <= 0xDF) table[b] = {Lead::two, 0x80, 0xBF};
-    else if (b >= 0xE0 && b <= 0xEF) table[b] = {Lead::three, static_cast<std::uint8_t>(b == 0xE0 ? 0xA0 : 0x80), static_cast<std::uint8_t>(b == 0xED ? 0x9F : 0xBF)};
-    else if (b >= 0xF0 && b <= 0xF4) table[b] = {Lead::four, static_cast<std::uint8_t>(b == 0xF0 ? 0x90 : 0x80), static_cast<std::uint8_t>(b == 0xF4 ? 0x8F : 0xBF)};
-    else table[b] = {Lead::escape, 0, 0};
-  }
-  if (lines) table['\n'] = {Lead::newline, 0, 0};
-  return table;
-}
-
-// 1 or 0, so that the tests of one sequence combine with '&' into one branch.
-inline unsigned continuation(unsigned char b) { return (b & 0xC0u) == 0x80u ? 1u : 0u; }
-inline unsigned second_in_range(unsigned char b, const LeadInfo& lead) {
-  return static_cast<unsigned>(b - lead.second_lo) <= static_cast<unsigned>(lead.second_hi - lead.second_lo) ? 1u : 0u;
-}
-
-// Escapes `bytes`; the first code point counts as the start of a line or
-// cell. With Lines, each LF instead ends the quoted line and writes LF and
-// `prefix` (the caller writes the first prefix and the last LF).
+// Writes at `at` the escape of the unit at `p`, which is not plain ASCII nor
+// a line-splitting LF: a byte that is not part of valid UTF-8, or one code
+// point. `p` has 4 readable bytes and `at` is below the sink's limit.
+// `at_line_start` and `ascii_only` are 1 or 0. Returns the unit's length in
+// bytes; adds the length written to `at`.
 //
-// One table load classifies each lead byte, and the validity of a multi-byte
-// sequence is one combined test: hostile input mixes byte kinds at random, so
-// every data-dependent branch saved is a misprediction saved.
+// Hostile input mixes kinds of unit at random, so every branch on the kind
+// would be a misprediction: each choice below is made with masks (all ones or
+// zero) and arithmetic rather than conditions.
+inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_start, std::uint32_t ascii_only, char*& at) {
+  const std::uint32_t word = p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+  const Lead& lead = leads[p[0]];
+  const bool second_ok = ((word >> 8) & 0xFFu) - lead.second_lo <= lead.second_span;
+  const bool rest_ok = (word & lead.continuations) == (lead.continuations & 0x80808080u);
+  // All ones for a well-formed sequence; zero for a byte escape (ASCII that
+  // is not plain, a byte that never leads, a sequence that is not well formed).
+  const std::uint32_t well_formed = 0u - static_cast<std::uint32_t>(second_ok & rest_ok);
+  // Zero unless well formed, so the lookup only sees code points up to U+10FFFF.
+  const std::uint32_t cp =
+      ((((word & lead.payload_mask) << 18) | ((word & 0x3F00u) << 4) | ((word >> 10) & 0xFC0u) | ((word >> 24) & 0x3Fu)) >> lead.shift) & well_formed;
+  const auto cls = static_cast<std::uint32_t>(code_point_class_of_scalar(static_cast<char32_t>(cp)));
+  const std::uint32_t escape_code_point = 0u - (ascii_only | (cls & 1u) | ((cls >> 1) & at_line_start));
+  if ((well_formed & ~escape_code_point) != 0) {
+    // Plain text that is not ASCII: a branch that both plain text and hostile
+    // input predict, since each has mostly one or the other.
+    std::memcpy(at, p, 4);
+    at += lead.length;
+    return lead.length;
+  }
+
+  // \u{HHHH}, \u{HHHHH} or \u{HHHHHH}: the digits are written top-aligned in
+  // six places and the closing brace after the ones that count. Written for
+  // every unit; a unit of another kind writes its own first four bytes over
+  // the start and keeps fewer.
+  const auto digits = static_cast<std::uint32_t>(std::bit_width(cp | 0x8000u) + 3) / 4;  // 4 to 6
+  const std::uint32_t top_aligned = cp << (4 * (6 - digits));
+  const ByteEscape& byte = byte_escapes[p[0]];
+  std::uint32_t byte_head, code_point_head, raw_head;
+  std::memcpy(&byte_head, byte.text, 4);
+  std::memcpy(&code_point_head, code_point_heads[top_aligned >> 20].data(), 4);
+  std::memcpy(&raw_head, p, 4);
+  const std::uint32_t head = (byte_head & ~well_formed) | (well_formed & ((code_point_head & escape_code_point) | (raw_head & ~escape_code_point)));
+  const std::uint32_t length = (byte.length & ~well_formed) | (well_formed & (((4 + digits) & escape_code_point) | (lead.length & ~escape_code_point)));
+  std::memcpy(at, &head, 4);
+  std::memcpy(at + 4, hex_pairs[(top_aligned >> 12) & 0xFF].data(), 2);
+  std::memcpy(at + 6, hex_pairs[(top_aligned >> 4) & 0xFF].data(), 2);
+  at[8] = hex_digits[top_aligned & 0xF];
+  at[3 + digits] = '}';
+  at += length;
+  return 1 + ((lead.length - 1u) & well_formed);
+}
+
+// Escapes bytes in the context Cell says; with Lines, each LF instead ends a
+// quoted line and writes LF and `prefix`.
+//
+// Plain ASCII goes in runs found 16 bytes at a time. Every other byte starts
+// a unit (escape_unit). Each step reads up to 20 bytes past its position, so
+// the input is walked in place up to 20 bytes from its end and the rest from
+// a zero-padded copy (a zero is never a continuation byte, so a sequence cut
+// by the end of the input still fails to decode).
 template <bool Cell, bool Lines>
-void escape_into(EscapeWriter& w, std::string_view bytes, bool ascii_only, std::string_view prefix) {
-  static constexpr auto leads = make_leads(Cell, Lines);
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
-  std::size_t run = 0;  // start of the bytes not yet copied: they need no escape
-  std::size_t i = 0;
-  std::size_t line_start = 0;  // a combining mark here would combine with the prefix
-  auto flush = [&] {
-    if (i > run) w.copy(bytes.data() + run, i - run);
-  };
-  auto escape_byte = [&](unsigned char b) {
-    flush();
-    w.byte_escape(b);
-    run = ++i;
-  };
-  // A valid code point: copied, or escaped when its class (or ascii_only) says so.
-  auto code_point = [&](char32_t cp, std::size_t len) {
-    const CodePointClass cls = code_point_class(cp);
-    if (!ascii_only && (cls == CodePointClass::plain || (cls == CodePointClass::combining && i != line_start))) {
-      i += len;
-      return;
-    }
-    flush();
-    w.code_point_escape(cp);
-    i += len;
-    run = i;
-  };
-  while (i < n) {
-    const unsigned char b = p[i];
-    const LeadInfo lead = leads[b];
-    const std::size_t left = n - i;
-    switch (lead.kind) {
-      case Lead::plain:
-        // A plain byte often starts a run: scan ahead in bulk. Bytes that need
-        // escaping do not pay for the scan.
-        ++i;
-        i += plain_ascii_prefix<Cell>(p + i, n - i);
-        break;
-      case Lead::escape: escape_byte(b); break;
-      case Lead::two:
-        if (left >= 2 && continuation(p[i + 1]) != 0) code_point(static_cast<char32_t>(((b & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu)), 2);
-        else escape_byte(b);
-        break;
-      case Lead::three:
-        if (left >= 3 && (second_in_range(p[i + 1], lead) & continuation(p[i + 2])) != 0)
-          code_point(static_cast<char32_t>(((b & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu)), 3);
-        else escape_byte(b);
-        break;
-      case Lead::four:
-        if (left >= 4 && (second_in_range(p[i + 1], lead) & continuation(p[i + 2]) & continuation(p[i + 3])) != 0)
-          code_point(static_cast<char32_t>(((b & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) | (p[i + 3] & 0x3Fu)), 4);
-        else escape_byte(b);
-        break;
-      case Lead::newline:
-        flush();
-        w.copy("\n", 1);
-        w.copy(prefix);
-        line_start = run = ++i;
-        break;
+class Escaper {
+public:
+  Escaper(std::string& out, bool ascii_only, std::string_view prefix) : sink_(out), at_(sink_.start()), ascii_only_(ascii_only ? 1u : 0u), prefix_(prefix) {
+    if (Lines && prefix.size() < block) {
+      line_break_[0] = '\n';
+      std::memcpy(line_break_ + 1, prefix.data(), prefix.size());
     }
   }
-  flush();
-}
+  ~Escaper() { sink_.drain(at_); }
+  Escaper(const Escaper&) = delete;
+  Escaper& operator=(const Escaper&) = delete;
+
+  void write(std::string_view text) { at_ = sink_.copy(at_, text.data(), text.size()); }
+
+  /// Escapes `bytes`; its first code point counts as the start of a line.
+  void escape(std::string_view bytes) {
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+    const std::size_t n = bytes.size();
+    std::size_t line_start = 0;
+    const std::size_t i = n > reach ? walk(p, 0, n - reach, n, line_start) : 0;
+    // The tail: positions are counted from the copy, so only a line that
+    // starts right where it begins keeps its start.
+    unsigned char tail[2 * reach + 8] = {};
+    std::memcpy(tail, p + i, n - i);
+    line_start = line_start == i ? 0 : no_line_start;
+    walk(tail, 0, n - i, n - i, line_start);
+  }
+
+private:
+  // The size of the fixed-size loads and stores.
+  static constexpr std::size_t block = 16;
+  // How far past its position one step may read: a block, then a unit of up
+  // to 4 bytes starting at most 15 bytes on, or two blocks when quoting lines.
+  static constexpr std::size_t reach = 2 * block;
+  static constexpr std::size_t no_line_start = static_cast<std::size_t>(-1);
+
+  // Escapes from `i` while it is below `stop`, where p[0 .. stop + reach) is
+  // readable and the input's own bytes end at `n`. Returns where it stopped.
+  // `line_start` is where the current line started (a combining mark there
+  // would combine with the prefix).
+  std::size_t walk(const unsigned char* p, std::size_t i, std::size_t stop, std::size_t n, std::size_t& line_start_ref) {
+    char* at = at_;
+    char* const limit = sink_.limit();
+    std::size_t line_start = line_start_ref;
+    const unsigned ascii_only = ascii_only_;
+    while (i < stop) {
+      if (at >= limit) at = sink_.drain(at);
+      if (is_plain_ascii(p[i], Cell)) {
+        if constexpr (Lines) {
+          if (prefix_.size() < block) i = copy_line_blocks(p, i, stop, at, line_start);
+          if (i >= stop) continue;
+        }
+        // A run: its end is found 16 bytes at a time (the test of each block
+        // is a predicted branch, not a dependency of the next load), then it
+        // is copied at once. A byte that needs escaping does not pay for this.
+        std::size_t j = i;
+        unsigned run = plain_ascii_run16<Cell>(p + j);
+        while (run == 16) {
+          j += 16;
+          if (j >= stop) break;
+          run = plain_ascii_run16<Cell>(p + j);
+        }
+        if (run < 16) j += run;
+        const std::size_t length = j - i;
+        if (length <= block) {
+          std::memcpy(at, p + i, block);
+          at += length;
+        } else if (length <= Sink::long_copy) {
+          // In the blocks just scanned, so every block read is readable, and
+          // the last one ends less than a block past the run's end.
+          if (at + length >= limit) at = sink_.drain(at);
+          for (std::size_t k = 0; k < length; k += 16) std::memcpy(at + k, p + i + k, 16);
+          at += length;
+        } else {
+          at = sink_.copy(at, p + i, length);
+        }
+        i = j;
+        if (run == 16 || i >= n) continue;  // a run up to `stop`, or the end of the input
+        if (at >= limit) at = sink_.drain(at);
+      }
+      if constexpr (Lines) {
+        if (p[i] == '\n') {
+          if (prefix_.size() < block) {
+            std::memcpy(at, line_break_, block);
+            at += prefix_.size() + 1;
+          } else {
+            *at++ = '\n';
+            at = sink_.copy(at, prefix_.data(), prefix_.size());
+          }
+          line_start = ++i;
+          continue;
+        }
+      }
+      i += escape_unit(p + i, i == line_start ? 1u : 0u, ascii_only, at);
+    }
+    at_ = at;
+    line_start_ref = line_start;
+    return i;
+  }
+
+  // Quoting ordinary prose: copies blocks of plain text holding at most one
+  // LF, each with three fixed-size stores (the text up to and with the LF,
+  // the prefix, the rest), so that where a line ends costs no branch. Stops at
+  // the first other block; returns where. REQUIRES: the prefix is shorter
+  // than a block.
+  std::size_t copy_line_blocks(const unsigned char* p, std::size_t i, std::size_t stop, char*& at, std::size_t& line_start) {
+    const char* const limit = sink_.limit();
+    const std::size_t begin = i;
+    const std::size_t prefix_size = prefix_.size();
+    while (i < stop) {
+      const LineBlock b = line_block(p + i);
+      if ((b.plain | b.lf) != 0xFFFFu || (b.lf & (b.lf - 1)) != 0) break;
+      if (at >= limit) at = sink_.drain(at);
+      const auto lf_at = static_cast<std::size_t>(__builtin_ctz(b.lf | 0x10000u));  // 16 when there is none
+      const std::size_t has_lf = 0 - (lf_at >> 4 ^ 1);                               // all ones when there is one
+      const std::size_t rest = lf_at + 1 - (lf_at >> 4);                             // bytes up to and with the LF, or 16
+      std::memcpy(at, p + i, block);
+      at += rest;
+      std::memcpy(at, line_break_ + 1, block);
+      at += prefix_size & has_lf;
+      std::memcpy(at, p + i + rest, block);
+      at += (block - rest) & has_lf;
+      i += block;
+    }
+    // Only a line that starts where the blocks stop can matter to what
+    // follows (a combining mark there); any earlier start is as good as the last.
+    if (i > begin && p[i - 1] == '\n') line_start = i;
+    return i;
+  }
+
+  Sink sink_;
+  char* at_;
+  unsigned ascii_only_;
+  std::string_view prefix_;
+  char line_break_[block] = {};  // LF and the prefix, when they fit one block
+};
 
 }  // namespace
 
 void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
   out.reserve(out.size() + bytes.size() + 8);
-  EscapeWriter w(out);
-  if (context == EscapeContext::cell) escape_into<true, false>(w, bytes, ascii_only, {});
-  else escape_into<false, false>(w, bytes, ascii_only, {});
+  if (context == EscapeContext::cell) Escaper<true, false>(out, ascii_only, {}).escape(bytes);
+  else Escaper<false, false>(out, ascii_only, {}).escape(bytes);
 }
 
 void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
   out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
-  EscapeWriter w(out);
-  w.copy(prefix);
-  escape_into<false, true>(w, bytes, ascii_only, prefix);
-  w.copy("\n", 1);
+  Escaper<false, true> escaper(out, ascii_only, prefix);
+  escaper.write(prefix);
+  escaper.escape(bytes);
+  escaper.write("\n");
 }
 
 }  // namespace rawtool::render::detail

@@ -1,12 +1,15 @@
 #include <rawtool/render/escape.hpp>
 
+#include "detail/escape.hpp"
 #include "detail/tables.hpp"
 #include "detail/utf8.hpp"
 #include "oracle.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <string>
 #include <string_view>
@@ -370,5 +373,29 @@ TEST_CASE("a combining mark is escaped at the start of every quoted line, wherev
     const std::string input = std::string(length, 'c') + "\n\xcc\x81x\n\xcc\x81";
     check_against_reference(input);
     CHECK(quoted(input).find("\n> \\u{0301}x\n> \\u{0301}\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("the block scans count plain ASCII exactly as the byte-by-byte definition does", "[render][escape]") {
+  // Every byte value at every offset of a 16-byte block of plain text, in
+  // both contexts, for the portable word-at-a-time scan and the one the
+  // escape loop uses; and the LF and plain masks the line quoting reads.
+  using namespace rawtool::render::detail;
+  for (unsigned value = 0; value < 256; ++value) {
+    for (unsigned at = 0; at < 16; ++at) {
+      unsigned char block[16];
+      std::fill(std::begin(block), std::end(block), static_cast<unsigned char>('a'));
+      block[at] = static_cast<unsigned char>(value);
+      for (bool cell : {false, true}) {
+        unsigned expected = 0;
+        while (expected < 16 && is_plain_ascii(block[expected], cell)) ++expected;
+        INFO("byte " << value << " at " << at << (cell ? " in a cell" : " in a line"));
+        REQUIRE((cell ? plain_ascii_run16_words<true>(block) : plain_ascii_run16_words<false>(block)) == expected);
+        REQUIRE((cell ? plain_ascii_run16<true>(block) : plain_ascii_run16<false>(block)) == expected);
+      }
+      const LineBlock masks = line_block(block);
+      REQUIRE(masks.lf == (value == '\n' ? 1u << at : 0u));
+      REQUIRE(masks.plain == (is_plain_ascii(static_cast<unsigned char>(value), false) ? 0xFFFFu : 0xFFFFu & ~(1u << at)));
+    }
   }
 }

@@ -20,12 +20,17 @@ enum class CodePointClass : std::uint8_t {
 extern const std::uint16_t unicode_stage1[0x110000 >> 7];
 extern const std::uint8_t unicode_stage2[];
 
-/// The class of `cp`; anything past U+10FFFF is `escape`. Two loads, no branch
-/// on the data: this sits on the renderer's per-character path.
-inline CodePointClass code_point_class(char32_t cp) noexcept {
-  if (cp > 0x10FFFF) return CodePointClass::escape;
+/// The class of `cp`, which must be at most U+10FFFF. Two loads, no branch on
+/// the data: this sits on the renderer's per-character path.
+inline CodePointClass code_point_class_of_scalar(char32_t cp) noexcept {
   const std::size_t block = unicode_stage1[cp >> 7];
   return static_cast<CodePointClass>(unicode_stage2[(block << 7) | (cp & 0x7F)]);
+}
+
+/// The class of `cp`; anything past U+10FFFF is `escape`.
+inline CodePointClass code_point_class(char32_t cp) noexcept {
+  if (cp > 0x10FFFF) return CodePointClass::escape;
+  return code_point_class_of_scalar(cp);
 }
 
 struct SqlstateName {
