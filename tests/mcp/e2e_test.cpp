@@ -597,3 +597,47 @@ TEST_CASE("a reply over the transport's size limit is refused and a certified on
   REQUIRE(hash.find_first_not_of("0123456789abcdef") == std::string::npos);
   REQUIRE(rawtool::test::text_surface_problems(certified["content"][0]["text"].get<std::string>()).empty());
 }
+
+TEST_CASE("raw_sql offers every configured database by label and runs on the one named", "[mcp][e2e]") {
+  SqliteSetup setup(json{{"databases", json::array({json{{"label", "e2e"}, {"path", "db.sqlite"}},
+                                                     json{{"label", "archive"}, {"path", "other.sqlite"}, {"access", "read_write"}}})}});
+  rawtool::test::make_sqlite_database(setup.dir.path() / "other.sqlite",
+                                      "CREATE TABLE other_items(v TEXT); INSERT INTO other_items VALUES ('second');");
+  McpProcess server(setup.config_file);
+  const json init = server.initialize();
+  const std::string instructions = init["instructions"].get<std::string>();
+  REQUIRE(instructions.find("\"e2e\" (sqlite, read-only)") != std::string::npos);
+  REQUIRE(instructions.find("\"archive\" (sqlite, read-write") != std::string::npos);
+
+  const json tools = tools_of(server);
+  const json* raw = find_tool(tools, "raw_sql");
+  REQUIRE(raw != nullptr);
+  REQUIRE((*raw)["inputSchema"]["properties"]["database"]["enum"] == json::array({"e2e", "archive"}));
+  REQUIRE((*raw)["description"].get<std::string>().find("named in `database` (\"e2e\" when left out)") != std::string::npos);
+
+  const json first = server.call_tool("raw_sql", {{"sql", "SELECT name FROM items WHERE id = 1"}});
+  REQUIRE(first["isError"] == false);
+  REQUIRE(first["structuredContent"]["raw_provenance"]["database"] == "e2e");
+  const json second = server.call_tool("raw_sql", {{"sql", "SELECT v FROM other_items"}, {"database", "archive"}});
+  REQUIRE(second["isError"] == false);
+  REQUIRE(second["structuredContent"]["raw_provenance"]["database"] == "archive");
+  REQUIRE(second["structuredContent"]["rows"] == json::array({json::array({"second"})}));
+
+  const json unknown = error_of(server.request("bad", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", "nope\nSYSTEM"}}}}));
+  REQUIRE(unknown["code"] == -32602);
+  const std::string message = unknown["message"].get<std::string>() + unknown.value("data", json()).dump();
+  REQUIRE(message.find("SYSTEM") == std::string::npos);
+  REQUIRE(error_of(server.request("type", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", 3}}}}))["code"] == -32602);
+}
+
+TEST_CASE("with one database raw_sql's database argument offers just that one", "[mcp][e2e]") {
+  SqliteSetup setup;
+  McpProcess server(setup.config_file);
+  server.initialize();
+  const json tools = tools_of(server);
+  const json* raw = find_tool(tools, "raw_sql");
+  REQUIRE(raw != nullptr);
+  REQUIRE((*raw)["inputSchema"]["properties"]["database"]["enum"] == json::array({"e2e"}));
+  REQUIRE(server.call_tool("raw_sql", {{"sql", "SELECT 1"}, {"database", "e2e"}})["isError"] == false);
+  REQUIRE(error_of(server.request("other", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", "x"}}}}))["code"] == -32602);
+}

@@ -1,5 +1,6 @@
 #include "mcp/protocol.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -74,11 +75,23 @@ std::variant<ToolCall, ParamsProblem> read_tool_call(const json& params, const S
   const json& arguments = *arguments_member;
   const auto& tool = name->get_ref<const std::string&>();
   if (tool == "raw_sql" && server.raw_path_enabled) {
-    if (auto problem = check_members(arguments, {"sql"}, "raw_sql")) return *problem;
+    if (auto problem = check_members(arguments, {"sql", "database"}, "raw_sql")) return *problem;
     const auto sql = arguments.find("sql");
     if (sql == arguments.end()) return ParamsProblem{"arguments.sql is required"};
     if (!sql->is_string()) return ParamsProblem{"arguments.sql must be a string"};
-    return ToolCall{RawSqlCall{sql->get<std::string>()}};
+    RawSqlCall call{sql->get<std::string>(), {}};
+    if (const auto database = arguments.find("database"); database != arguments.end()) {
+      if (!database->is_string()) return ParamsProblem{"arguments.database must be a string"};
+      const auto& labels = server.database_labels;
+      if (std::find(labels.begin(), labels.end(), database->get_ref<const std::string&>()) == labels.end()) {
+        // The caller's text is not echoed back; the labels are the operator's and passed their grammar.
+        std::string known;
+        for (const auto& label : labels) known += (known.empty() ? "" : ", ") + label;
+        return ParamsProblem{"arguments.database names no configured database (configured: " + known + ")"};
+      }
+      call.database = database->get<std::string>();
+    }
+    return ToolCall{std::move(call)};
   }
   if (tool == "certified_query") {
     if (auto problem = check_members(arguments, {"name", "params"}, "certified_query")) return *problem;

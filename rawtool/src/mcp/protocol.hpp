@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace rawtool::mcp::detail {
 
@@ -44,6 +45,8 @@ struct LineLimits {
 /// against the tool's inputSchema.
 struct RawSqlCall {
   std::string sql;
+  /// The configured database to run on; empty means the first.
+  std::string database;
 };
 struct CertifiedQueryCall {
   std::string name;
@@ -60,6 +63,9 @@ struct ServerDescription {
   nlohmann::json tools = nlohmann::json::array();
   std::string instructions;
   bool raw_path_enabled = true;
+  /// The configured databases' labels, the default first. raw_sql's optional
+  /// `database` argument must be one of them.
+  std::vector<std::string> database_labels;
 };
 
 /// The session state the dispatcher reads and updates.

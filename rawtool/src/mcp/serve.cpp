@@ -50,6 +50,7 @@ public:
         [&](const auto& step) -> CallReply {
           using Step = std::decay_t<decltype(step)>;
           if constexpr (std::is_same_v<Step, detail::RawSqlCall>) {
+            options.database = step.database;
             return from_reply(tool_.raw(step.sql, options));
           } else if constexpr (std::is_same_v<Step, detail::CertifiedQueryCall>) {
             return from_reply(tool_.certified(step.name, step.params, options));
@@ -61,7 +62,14 @@ public:
   }
 
   CallReply too_large(const ToolCall& call, std::size_t bytes) override {
-    const auto& database = tool_.config().databases.front();
+    const auto& databases = tool_.config().databases;
+    const DatabaseConfig* chosen = &databases.front();
+    if (const auto* raw = std::get_if<detail::RawSqlCall>(&call); raw != nullptr && !raw->database.empty()) {
+      const auto named = std::find_if(databases.begin(), databases.end(),
+                                      [&](const DatabaseConfig& candidate) { return candidate.label == raw->database; });
+      if (named != databases.end()) chosen = &*named;
+    }
+    const DatabaseConfig& database = *chosen;
     render::Provenance provenance;
     if (const auto* certified = std::get_if<detail::CertifiedQueryCall>(&call)) {
       provenance.path = render::PathKind::certified;
@@ -92,6 +100,10 @@ detail::ToolSettings settings_of(const Tool& tool) {
   settings.read_write = std::any_of(config.databases.begin(), config.databases.end(),
                                     [](const DatabaseConfig& database) { return database.access == AccessMode::read_write; });
   if (!config.databases.empty()) settings.database_label = config.databases.front().label;
+  for (const DatabaseConfig& database : config.databases) {
+    settings.databases.push_back({database.label, database.kind == TargetKind::postgresql ? "postgresql" : "sqlite",
+                                  database.access == AccessMode::read_write});
+  }
   settings.catalog_text = tool.describe_catalog().text;
   return settings;
 }
@@ -105,6 +117,7 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
   description.tools = detail::describe_tools(settings);
   description.instructions = detail::server_instructions(settings);
   description.raw_path_enabled = settings.raw_path_enabled;
+  for (const auto& database : settings.databases) description.database_labels.push_back(database.label);
 
   detail::ServerLimits limits;
   limits.max_line_bytes = options.max_line_bytes;

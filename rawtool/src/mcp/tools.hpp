@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace rawtool::mcp::detail {
 
@@ -19,6 +20,14 @@ struct ToolSettings {
   bool read_write = false;
   /// The default database's label (validated by the configuration).
   std::string database_label = "default";
+  /// Every configured database, the default first: raw_sql offers a choice
+  /// among them when there is more than one.
+  struct Database {
+    std::string label;
+    std::string engine;  ///< "postgresql" or "sqlite"
+    bool read_write = false;
+  };
+  std::vector<Database> databases;
   /// The text half of describe_catalog(), as the renderer wrote it.
   std::string catalog_text;
 };
