@@ -1,18 +1,36 @@
 // Per-statement overhead of the PostgreSQL driver against bare libpq on the
 // same kind of connection, and memory and time of a 2,000,000-row query.
 //
-//   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter=select1
+//   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter=select1 \
+//       --benchmark_repetitions=9 --benchmark_min_time=0.2 --benchmark_enable_random_interleaving=true
 //   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter='rows2m/driver_default_caps$'
+//
+// The select1 benchmarks are the driver in both modes, bare libpq (one
+// PQexecParams; one pipelined statement), bare libpq sending exactly the
+// driver's wrapping (select1_pipe_full_one_sync for read-only,
+// select1_pipe_read_write_wrapping for read-write), and the wrapping taken
+// apart (BEGIN/ROLLBACK only, each cleanup statement alone, one Sync or two,
+// prepared). Besides the client's real and CPU time each reports
+// server_cpu_us, the server process's CPU per call read from /proc (the
+// server must run on this machine for it to appear). On a shared machine the
+// CPU figures are the steadier ones; random interleaving spreads changes in
+// load over every benchmark alike.
 //
 // Peak RSS (ru_maxrss) only grows within a process, so run each rows2m
 // benchmark alone (one filter per process) to read its own peak.
+#include "untrusted_bytes.hpp"
+
 #include <rawtool/driver.hpp>
 
 #include <benchmark/benchmark.h>
 #include <libpq-fe.h>
 #include <sys/resource.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +50,39 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+/// CPU seconds (user + system) the server process `pid` has used, from
+/// /proc: the server runs on this machine in the benchmark setup. Negative
+/// when it cannot be read (a remote server).
+double backend_cpu_seconds(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  // Fields after the command name (which is in parentheses and may hold spaces).
+  std::istringstream fields(line.substr(line.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int index = 3; fields >> field && index <= 15; ++index) {
+    if (index == 14 || index == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+/// Reports the server's CPU per iteration beside the client's, so that the
+/// cost of the wrapping can be split between the two ends and the waits.
+class ServerCpu {
+public:
+  explicit ServerCpu(int pid) : pid_(pid), before_(backend_cpu_seconds(pid)) {}
+  void report(benchmark::State& state) const {
+    const double after = backend_cpu_seconds(pid_);
+    if (before_ < 0 || after < 0) return;
+    state.counters["server_cpu_us"] = benchmark::Counter((after - before_) * 1e6, benchmark::Counter::kAvgIterations);
+  }
+
+private:
+  int pid_;
+  double before_;
+};
+
 using Connection = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
 
@@ -44,20 +95,23 @@ Connection connect_bare(benchmark::State& state) {
 /// Bare libpq: one PQexecParams round trip, no wrapping.
 void select1_bare_libpq(benchmark::State& state) {
   Connection connection = connect_bare(state);
+  const ServerCpu server(PQbackendPID(connection.get()));
   for (auto _ : state) {
     Result result(PQexecParams(connection.get(), "SELECT 1", 0, nullptr, nullptr, nullptr, nullptr, 0), &PQclear);
     if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) state.SkipWithError("SELECT 1 failed");
     benchmark::DoNotOptimize(PQgetvalue(result.get(), 0, 0));
   }
+  server.report(state);
 }
 
-/// Bare libpq doing the driver's read-only wrapping by hand, once its session
-/// timeouts are set: the same five messages and two syncs in one pipeline,
+/// Bare libpq doing the read-only wrapping as the driver sent it before it
+/// had one Sync per call: five statements and two Syncs in one pipeline,
 /// results read and dropped.
 void select1_bare_libpq_wrapped(benchmark::State& state) {
   Connection connection = connect_bare(state);
   PGconn* conn = connection.get();
   const auto send = [&](const char* sql) { PQsendQueryParams(conn, sql, 0, nullptr, nullptr, nullptr, nullptr, 0); };
+  const ServerCpu server(PQbackendPID(conn));
   for (auto _ : state) {
     PQenterPipelineMode(conn);
     send("BEGIN READ ONLY");
@@ -77,12 +131,13 @@ void select1_bare_libpq_wrapped(benchmark::State& state) {
     }
     PQexitPipelineMode(conn);
   }
+  server.report(state);
 }
 
 /// One pipeline of segments, each a list of statements ended by a Sync, sent
-/// at once and read to the last Sync. With `prepared`, every statement but the
-/// first of the first segment is prepared once under a name before the loop
-/// and sent as Bind/Execute only.
+/// at once and read to the last Sync. With `prepared`, every statement but
+/// the SELECT 1 is prepared once under a name before the loop and sent as
+/// Bind/Execute only.
 void run_pipeline(benchmark::State& state, const std::vector<std::vector<const char*>>& segments, bool prepared = false) {
   Connection connection = connect_bare(state);
   PGconn* conn = connection.get();
@@ -99,6 +154,7 @@ void run_pipeline(benchmark::State& state, const std::vector<std::vector<const c
       names[s].push_back(std::move(name));
     }
   }
+  const ServerCpu server(PQbackendPID(conn));
   for (auto _ : state) {
     PQenterPipelineMode(conn);
     for (std::size_t s = 0; s < segments.size(); ++s) {
@@ -121,6 +177,7 @@ void run_pipeline(benchmark::State& state, const std::vector<std::vector<const c
     }
     PQexitPipelineMode(conn);
   }
+  server.report(state);
 }
 
 // Components of the read-only wrapping, each over bare libpq, to see what
@@ -139,14 +196,50 @@ void select1_pipe_full_one_sync(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()",
                         "DEALLOCATE ALL"}});
 }
+void select1_pipe_one_sync_unlock_only(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"}});
+}
+void select1_pipe_one_sync_deallocate_only(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "DEALLOCATE ALL"}});
+}
+void select1_pipe_one_sync_discard_all(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "DISCARD ALL"}});
+}
+/// What parsing and planning the wrapping costs the server, measured only:
+/// the driver cannot keep named statements. DEALLOCATE ALL, which it needs
+/// because a read-only statement's dynamic SQL can PREPARE (and that outlives
+/// ROLLBACK), would drop them every call; and without it, dynamic SQL could
+/// DEALLOCATE a named wrapping statement and PREPARE another under its name,
+/// so that the next call's "BEGIN READ ONLY" runs the caller's SQL instead.
 void select1_pipe_full_prepared(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1"}, {"ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"}},
                true);
 }
 
+constexpr const char* set_timeouts =
+    "SELECT pg_catalog.set_config('statement_timeout', '5000', false), pg_catalog.set_config('lock_timeout', '1000', "
+    "false), pg_catalog.set_config('idle_in_transaction_session_timeout', '9000', false)";
+
+/// The read-write wrapping as the driver sends it with unchanged limits: the
+/// statement commits at its own Sync, then DISCARD ALL and the timeouts.
+void select1_pipe_read_write_wrapping(benchmark::State& state) {
+  run_pipeline(state, {{"SELECT 1"}, {"DISCARD ALL", set_timeouts}});
+}
+/// The read-write wrapping with the timeouts sent ahead of every statement,
+/// in a segment of their own, and DISCARD ALL alone after it.
+void select1_pipe_read_write_three_syncs(benchmark::State& state) {
+  run_pipeline(state, {{set_timeouts}, {"SELECT 1"}, {"DISCARD ALL"}});
+}
+
 void run_driver(benchmark::State& state, rawtool::AccessMode mode) {
   auto driver = rawtool::make_postgres_driver(url());
   const rawtool::Limits limits;
+  int pid = -1;
+  const rawtool::Outcome first = driver->execute("SELECT pg_backend_pid()", {}, limits, mode);
+  if (const auto* rows = std::get_if<rawtool::Rows>(&first); rows != nullptr && rows->rows.size() == 1) {
+    pid = std::stoi(rawtool::test::bytes_of(*rows->rows[0][0]));
+  }
+  const ServerCpu server(pid);
   for (auto _ : state) {
     const rawtool::Outcome outcome = driver->execute("SELECT 1", {}, limits, mode);
     if (!std::holds_alternative<rawtool::Rows>(outcome)) {
@@ -155,6 +248,7 @@ void run_driver(benchmark::State& state, rawtool::AccessMode mode) {
     }
     benchmark::DoNotOptimize(outcome);
   }
+  server.report(state);
 }
 
 void select1_driver_read_only(benchmark::State& state) { run_driver(state, rawtool::AccessMode::read_only); }
@@ -216,7 +310,12 @@ BENCHMARK(select1_pipe_begin_rollback)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_begin_rollback_one_sync)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_no_deallocate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_full_one_sync)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_one_sync_unlock_only)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_one_sync_deallocate_only)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_one_sync_discard_all)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_full_prepared)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_read_write_wrapping)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_read_write_three_syncs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_write)->Unit(benchmark::kMicrosecond);
 BENCHMARK(rows2m_driver_default_caps)->Unit(benchmark::kMillisecond);
