@@ -1,8 +1,9 @@
 // Per-statement overhead of the PostgreSQL driver against bare libpq on the
 // same kind of connection, and memory and time of a 2,000,000-row query.
 //
-//   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter=select1 \
+//   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter=select1
 //       --benchmark_repetitions=9 --benchmark_min_time=0.2 --benchmark_enable_random_interleaving=true
+//       (one command line)
 //   RAWTOOL_TEST_PG_READER_URL=... drivers_bench --benchmark_filter='rows2m/driver_default_caps$'
 //
 // The select1 benchmarks are the driver in both modes, bare libpq (one
