@@ -317,7 +317,9 @@ private:
   char* at_;
   unsigned ascii_only_;
   std::string_view prefix_;
-  char line_break_[block] = {};  // LF and the prefix, when they fit one block
+  // LF and the prefix, when they fit one block; read as a block from either
+  // its start or the prefix's.
+  char line_break_[block + 1] = {};
 };
 
 }  // namespace

@@ -311,7 +311,7 @@ void check_against_reference(const std::string& input) {
     INFO("ascii_only: " << ascii_only);
     REQUIRE(escaped(input, EscapeContext::line, ascii_only) == reference_escape(input, EscapeContext::line, ascii_only));
     REQUIRE(escaped(input, EscapeContext::cell, ascii_only) == reference_escape(input, EscapeContext::cell, ascii_only));
-    for (std::string_view prefix : {"> "sv, ""sv, "a prefix longer than one sixteen-byte block: "sv})
+    for (std::string_view prefix : {"> "sv, ""sv, "fifteen bytes: "sv, "a prefix longer than one sixteen-byte block: "sv})
       REQUIRE(quoted_with(input, prefix, ascii_only) == reference_quote(input, prefix, ascii_only));
   }
 }
