@@ -265,6 +265,14 @@ private:
   bool send_read_only_cleanup();
   static constexpr int read_only_cleanup_queries = 3;
   Failure failure_of(const PGresult* result);
+  /// The outcome of the statement's error: a cancel or a timeout when it is
+  /// one, the database's failure otherwise.
+  Outcome error_outcome(const PGresult* result, const Limits& limits, Clock::time_point started);
+  /// Reads a read-write statement's results up to its Sync. The statement
+  /// commits at that Sync, after its own results, and a commit can fail (a
+  /// deferred constraint or trigger): then the outcome is that failure, not
+  /// the rows. False when the Sync did not come as expected.
+  bool read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started);
   void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
   Unavailable broken_connection();
   bool role_is_privileged();
@@ -461,6 +469,34 @@ bool PostgresDriver::expect_sync() {
   return result != nullptr && PQresultStatus(result.get()) == PGRES_PIPELINE_SYNC;
 }
 
+Outcome PostgresDriver::error_outcome(const PGresult* result, const Limits& limits, Clock::time_point started) {
+  if (sqlstate_is(result, "57014") && cancel_requested_.load()) {
+    return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+  }
+  if (sqlstate_is(result, "57014") &&
+      (stop_ == Stop::deadline_cancel || Clock::now() - started >= limits.statement_timeout)) {
+    return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+  }
+  return failure_of(result);
+}
+
+bool PostgresDriver::read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started) {
+  // After the error, libpq ends the query with a null result before the Sync.
+  for (int ends = 0; ends < 3;) {
+    Result result = next_result();
+    if (result == nullptr) {
+      if (stop_ != Stop::none) return false;
+      ++ends;
+      continue;
+    }
+    const ExecStatusType status = PQresultStatus(result.get());
+    if (status == PGRES_PIPELINE_SYNC) return true;
+    if (status != PGRES_FATAL_ERROR) return false;
+    if (std::holds_alternative<Rows>(outcome)) outcome = error_outcome(result.get(), limits, started);
+  }
+  return false;
+}
+
 Failure PostgresDriver::failure_of(const PGresult* result) {
   Failure failure;
   failure.engine = Engine::postgresql;
@@ -597,14 +633,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
           break;  // our own cancel after the cap: the rest stays unread
         }
         if (stop_ == Stop::broken || outcome.has_value()) break;  // the COPY already refused; this is its end
-        if (sqlstate_is(r, "57014") && cancel_requested_.load()) {
-          outcome = refuse(RefusalReason::cancelled, "The statement was cancelled.");
-        } else if (sqlstate_is(r, "57014") &&
-                   (stop_ == Stop::deadline_cancel || Clock::now() - started >= limits.statement_timeout)) {
-          outcome = refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
-        } else {
-          outcome = failure_of(r);
-        }
+        outcome = error_outcome(r, limits, started);
         break;
       case PGRES_PIPELINE_ABORTED:
         // The preamble failed, so the statement did not run.
@@ -784,7 +813,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   }
   if (read_only) clean = drain_query() && clean;  // BEGIN READ ONLY
   Outcome outcome = read_statement(limits, started);
-  if (!read_only) clean = expect_sync() && clean;  // the commit can still raise notices before it
+  if (!read_only) clean = read_commit(outcome, limits, started) && clean;  // the commit can raise notices too
   notices_ = nullptr;
   if (auto* rows = std::get_if<Rows>(&outcome)) {
     rows->notices = std::move(notices.kept);

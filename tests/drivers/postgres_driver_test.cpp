@@ -452,6 +452,24 @@ TEST_CASE("read-write statements commit", "[postgres]") {
   pg_admin("DROP TABLE drivers_commit");
 }
 
+TEST_CASE("a read-write statement whose commit fails is the database's failure, not rows", "[postgres]") {
+  const auto url = pg_url();
+  if (!url) return;
+  pg_admin(R"sql(
+    DROP TABLE IF EXISTS drivers_deferred_child; DROP TABLE IF EXISTS drivers_deferred_parent;
+    CREATE TABLE drivers_deferred_parent (id int PRIMARY KEY);
+    CREATE TABLE drivers_deferred_child (parent int REFERENCES drivers_deferred_parent DEFERRABLE INITIALLY DEFERRED);
+  )sql");
+  auto driver = superuser_driver(*url);
+  // The foreign key is checked when the statement's transaction commits, after
+  // the statement itself has completed.
+  const auto outcome = run(*driver, "INSERT INTO drivers_deferred_child VALUES (42)", {}, AccessMode::read_write);
+  CHECK(bytes_of(expect<Failure>(outcome).sqlstate) == "23503");
+  CHECK(pg_admin("SELECT count(*) FROM drivers_deferred_child") == "0");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 1", {}, AccessMode::read_write)), 0, 0) == "1");
+  pg_admin("DROP TABLE drivers_deferred_child; DROP TABLE drivers_deferred_parent");
+}
+
 TEST_CASE("an empty connection string uses the PG* environment", "[postgres][connection]") {
   const auto url = pg_url();
   if (!url) return;
