@@ -26,8 +26,11 @@ struct ServerOptions {
 /// path is enabled), certified_query, describe_catalog.
 ///
 /// Threads: max_concurrent_calls + 1 worker threads, one of which reads at a
-/// time; a tool call runs on the thread that read it while another takes over
-/// reading, so ping and notifications/cancelled are served during a call.
+/// time; a tool call runs on the thread that read it. When another request is
+/// already waiting, or another call is in flight, a second thread takes over
+/// reading at once; otherwise the thread keeps the reading for up to 5 ms of
+/// the call (a short call then costs no thread hand-off) before handing it
+/// over, so ping and notifications/cancelled are served during a long call.
 /// A call beyond the limit waits in a FIFO queue (up to 256 calls; beyond that
 /// it is answered with error -32000). notifications/cancelled stops a running
 /// call through its Cancellation, or drops a waiting one; neither is answered.
