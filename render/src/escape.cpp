@@ -74,8 +74,8 @@ constexpr std::array<Lead, 256> make_leads() {
 }
 constexpr auto leads = make_leads();
 
-// Output on its way to the std::string: a buffer with room for one more
-// fixed-size store past its limit, so that each escape is written with stores
+// Output on its way to the std::string: a buffer with `slack` bytes of room
+// past its limit, so that each escape is written with stores
 // of a fixed size and its length only moves the write position. The escape
 // loop keeps that position in a local variable: a pointer held in an object
 // would have to be reloaded after every byte stored, since a char store may
@@ -130,7 +130,8 @@ static_assert(static_cast<unsigned>(CodePointClass::plain) == 0 && static_cast<u
 //
 // Hostile input mixes kinds of unit at random, so every branch on the kind
 // would be a misprediction: each choice below is made with masks (all ones or
-// zero) and arithmetic rather than conditions.
+// zero) and arithmetic rather than conditions, but for one that ordinary
+// text and hostile input each predict well.
 inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_start, std::uint32_t ascii_only, char*& at) {
   const std::uint32_t word = p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
   const Lead& lead = leads[p[0]];
@@ -145,26 +146,26 @@ inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_sta
   const auto cls = static_cast<std::uint32_t>(code_point_class_of_scalar(static_cast<char32_t>(cp)));
   const std::uint32_t escape_code_point = 0u - (ascii_only | (cls & 1u) | ((cls >> 1) & at_line_start));
   if ((well_formed & ~escape_code_point) != 0) {
-    // Plain text that is not ASCII: a branch that both plain text and hostile
-    // input predict, since each has mostly one or the other.
+    // A code point copied as it is: ordinary text has mostly these, hostile
+    // input mostly escapes, so either predicts this branch.
     std::memcpy(at, p, 4);
     at += lead.length;
     return lead.length;
   }
 
-  // \u{HHHH}, \u{HHHHH} or \u{HHHHHH}: the digits are written top-aligned in
-  // six places and the closing brace after the ones that count. Written for
-  // every unit; a unit of another kind writes its own first four bytes over
-  // the start and keeps fewer.
+  // From here the unit is a byte escape or, when well formed, a code point
+  // escape. \u{HHHH}, \u{HHHHH} or \u{HHHHHH}: the digits are written
+  // top-aligned in six places and the closing brace after the ones that
+  // count. Written for every unit; a byte escape writes its own first four
+  // bytes over the start and keeps fewer.
   const auto digits = static_cast<std::uint32_t>(std::bit_width(cp | 0x8000u) + 3) / 4;  // 4 to 6
   const std::uint32_t top_aligned = cp << (4 * (6 - digits));
   const ByteEscape& byte = byte_escapes[p[0]];
-  std::uint32_t byte_head, code_point_head, raw_head;
+  std::uint32_t byte_head, code_point_head;
   std::memcpy(&byte_head, byte.text, 4);
   std::memcpy(&code_point_head, code_point_heads[top_aligned >> 20].data(), 4);
-  std::memcpy(&raw_head, p, 4);
-  const std::uint32_t head = (byte_head & ~well_formed) | (well_formed & ((code_point_head & escape_code_point) | (raw_head & ~escape_code_point)));
-  const std::uint32_t length = (byte.length & ~well_formed) | (well_formed & (((4 + digits) & escape_code_point) | (lead.length & ~escape_code_point)));
+  const std::uint32_t head = (byte_head & ~well_formed) | (code_point_head & well_formed);
+  const std::uint32_t length = (byte.length & ~well_formed) | ((4 + digits) & well_formed);
   std::memcpy(at, &head, 4);
   std::memcpy(at + 4, hex_pairs[(top_aligned >> 12) & 0xFF].data(), 2);
   std::memcpy(at + 6, hex_pairs[(top_aligned >> 4) & 0xFF].data(), 2);
@@ -178,10 +179,10 @@ inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_sta
 // quoted line and writes LF and `prefix`.
 //
 // Plain ASCII goes in runs found 16 bytes at a time. Every other byte starts
-// a unit (escape_unit). Each step reads up to 20 bytes past its position, so
-// the input is walked in place up to 20 bytes from its end and the rest from
-// a zero-padded copy (a zero is never a continuation byte, so a sequence cut
-// by the end of the input still fails to decode).
+// a unit (escape_unit). Each step reads up to `reach` bytes past its
+// position, so the input is walked in place up to `reach` bytes from its end
+// and the rest from a zero-padded copy (a zero is never a continuation byte,
+// so a sequence cut by the end of the input still fails to decode).
 template <bool Cell, bool Lines>
 class Escaper {
 public:
@@ -240,12 +241,12 @@ private:
         // is copied at once. A byte that needs escaping does not pay for this.
         std::size_t j = i;
         unsigned run = plain_ascii_run16<Cell>(p + j);
-        while (run == 16) {
-          j += 16;
+        while (run == block) {
+          j += block;
           if (j >= stop) break;
           run = plain_ascii_run16<Cell>(p + j);
         }
-        if (run < 16) j += run;
+        if (run < block) j += run;
         const std::size_t length = j - i;
         if (length <= block) {
           std::memcpy(at, p + i, block);
@@ -254,13 +255,13 @@ private:
           // In the blocks just scanned, so every block read is readable, and
           // the last one ends less than a block past the run's end.
           if (at + length >= limit) at = sink_.drain(at);
-          for (std::size_t k = 0; k < length; k += 16) std::memcpy(at + k, p + i + k, 16);
+          for (std::size_t k = 0; k < length; k += block) std::memcpy(at + k, p + i + k, block);
           at += length;
         } else {
           at = sink_.copy(at, p + i, length);
         }
         i = j;
-        if (run == 16 || i >= n) continue;  // a run up to `stop`, or the end of the input
+        if (run == block || i >= n) continue;  // a run up to `stop`, or the end of the input
         if (at >= limit) at = sink_.drain(at);
       }
       if constexpr (Lines) {
