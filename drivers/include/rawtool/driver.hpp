@@ -85,6 +85,10 @@ public:
   /// (timeout, cancel, COPY) carries no notices: it holds the tool's words
   /// only. SQLite has no notices; its outcomes carry none.
   ///
+  /// A read-write statement commits when it ends; a commit that fails (a
+  /// deferred constraint or trigger) is the database's Failure, never Rows,
+  /// and the notices the commit raised belong to the statement.
+  ///
   /// Parameters bind to $1.. (PostgreSQL) or ?1.. (SQLite). A PostgreSQL
   /// statement or text parameter holding a NUL byte is refused (libpq takes C
   /// strings, so it would be cut short).
