@@ -253,6 +253,21 @@ void run_driver(benchmark::State& state, rawtool::AccessMode mode) {
 }
 
 void select1_driver_read_only(benchmark::State& state) { run_driver(state, rawtool::AccessMode::read_only); }
+
+/// A read-only statement that fails: its error aborts the rest of the call's
+/// pipeline, so the driver sends the cleanup again, one more round trip.
+void select1_failing_driver_read_only(benchmark::State& state) {
+  auto driver = rawtool::make_postgres_driver(url());
+  const rawtool::Limits limits;
+  for (auto _ : state) {
+    const rawtool::Outcome outcome = driver->execute("SELECT 1 / 0", {}, limits, rawtool::AccessMode::read_only);
+    if (!std::holds_alternative<rawtool::Failure>(outcome)) {
+      state.SkipWithError("SELECT 1 / 0 did not fail");
+      break;
+    }
+    benchmark::DoNotOptimize(outcome);
+  }
+}
 void select1_driver_read_write(benchmark::State& state) { run_driver(state, rawtool::AccessMode::read_write); }
 
 constexpr const char* two_million_streamed = "SELECT generate_series(1, 2000000) AS n";
@@ -318,6 +333,7 @@ BENCHMARK(select1_pipe_full_prepared)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_wrapping)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_three_syncs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_only)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_failing_driver_read_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_write)->Unit(benchmark::kMicrosecond);
 BENCHMARK(rows2m_driver_default_caps)->Unit(benchmark::kMillisecond);
 BENCHMARK(rows2m_driver_default_caps_materialized)->Unit(benchmark::kMillisecond);
