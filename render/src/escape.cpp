@@ -140,6 +140,16 @@ inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_sta
   // All ones for a well-formed sequence; zero for a byte escape (ASCII that
   // is not plain, a byte that never leads, a sequence that is not well formed).
   const std::uint32_t well_formed = 0u - static_cast<std::uint32_t>(second_ok & rest_ok);
+  // A lead byte whose sequence is not well formed is rare even in hostile
+  // input, so it takes a branch of its own: past it, the unit's length is
+  // the lead's, known from the first byte alone, and the next unit's position
+  // does not wait for the checks above.
+  if ((~well_formed & (lead.length - 1u)) != 0) [[unlikely]] {
+    const ByteEscape& byte = byte_escapes[p[0]];
+    std::memcpy(at, byte.text, 4);
+    at += byte.length;
+    return 1;
+  }
   // Zero unless well formed, so the lookup only sees code points up to U+10FFFF.
   const std::uint32_t cp =
       ((((word & lead.payload_mask) << 18) | ((word & 0x3F00u) << 4) | ((word >> 10) & 0xFC0u) | ((word >> 24) & 0x3Fu)) >> lead.shift) & well_formed;
@@ -172,7 +182,7 @@ inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_sta
   at[8] = hex_digits[top_aligned & 0xF];
   at[3 + digits] = '}';
   at += length;
-  return 1 + ((lead.length - 1u) & well_formed);
+  return lead.length;
 }
 
 // Escapes bytes in the context Cell says; with Lines, each LF instead ends a
