@@ -46,7 +46,7 @@ TEST_CASE("every corpus failure payload comes back byte for byte from PostgreSQL
       RAISE EXCEPTION USING MESSAGE = p, DETAIL = p, HINT = p, TABLE = p, COLUMN = p, CONSTRAINT = p;
     END $f$;
   )sql");
-  auto writer = rawtool::make_postgres_driver(*url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
+  auto writer = rawtool::test::superuser_driver(*url);
   auto reader = rawtool::make_postgres_driver(*reader_url);
   Limits limits;
   limits.max_notice_bytes = 1024 * 1024;  // the notice budget is not what this walk is about
@@ -100,7 +100,7 @@ TEST_CASE("every corpus payload raised as a notice by a succeeding statement com
       RETURN QUERY VALUES (octet_length(p), 'after ' || p);
     END $f$;
   )sql");
-  auto writer = rawtool::make_postgres_driver(*url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
+  auto writer = rawtool::test::superuser_driver(*url);
   auto reader = rawtool::make_postgres_driver(*reader_url);
   Limits limits;
   limits.max_notice_bytes = 1024 * 1024;  // every walked payload fits four times over with its context

@@ -2,6 +2,7 @@
 
 #include <rawtool/driver.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,5 +18,12 @@ std::optional<std::string> pg_url(bool reader = false);
 /// (setup, cleanup, inspection); fails the test if it fails. Returns the
 /// first column of the first row, or "" when there is none.
 std::string pg_admin(const std::string& sql);
+
+/// A driver on the superuser connection, told that it is trusted: the tests
+/// that use it are about other properties than the refusal of privileged
+/// roles in read-only mode (pinned in postgres_read_only_test).
+inline std::unique_ptr<Driver> superuser_driver(const std::string& url) {
+  return make_postgres_driver(url, PostgresOptions{.allow_privileged_read_only = true});
+}
 
 }  // namespace rawtool::test

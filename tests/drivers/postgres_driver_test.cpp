@@ -32,14 +32,9 @@ using rawtool::test::expect;
 using rawtool::test::pg_admin;
 using rawtool::test::pg_url;
 using rawtool::test::refusal_reason;
+using rawtool::test::superuser_driver;
 
 namespace {
-
-/// The superuser connection, told that it is trusted: these tests are about
-/// other properties than the refusal of privileged roles (pinned below).
-std::unique_ptr<rawtool::Driver> superuser_driver(const std::string& url) {
-  return rawtool::make_postgres_driver(url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
-}
 
 rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
                      AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {}) {

@@ -29,12 +29,9 @@ using rawtool::test::expect;
 using rawtool::test::pg_admin;
 using rawtool::test::pg_url;
 using rawtool::test::refusal_reason;
+using rawtool::test::superuser_driver;
 
 namespace {
-
-std::unique_ptr<rawtool::Driver> superuser_driver(const std::string& url) {
-  return rawtool::make_postgres_driver(url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
-}
 
 /// Both roles: the superuser (trusted explicitly) and the low-privilege reader.
 std::vector<std::unique_ptr<rawtool::Driver>> both_roles() {
