@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,28 @@ constexpr std::size_t walk_limit = 64 * 1024;
 
 bool has_nul(const std::string& bytes) { return bytes.find('\0') != std::string::npos; }
 
+/// Stores every FAILURE payload PostgreSQL can hold in `table` (id int, s text),
+/// one row per case with its index as id, and hands each to `check` with a
+/// driver connected as the low-privilege reader; fails unless most were walked.
+void walk_stored_corpus(const std::string& url, const std::string& reader_url, const std::string& table,
+                        const std::function<void(const rawtool::corpus::FailureCase&, std::size_t id, rawtool::Driver& reader)>& check) {
+  const auto cases = rawtool::corpus::load_failures();
+  auto writer = rawtool::test::superuser_driver(url);
+  auto reader = rawtool::make_postgres_driver(reader_url);
+  std::size_t walked = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    // A UTF8 database stores neither NUL nor invalid UTF-8.
+    if (!c.valid_utf8 || has_nul(c.bytes) || c.bytes.size() > walk_limit) continue;
+    INFO(c.source << " " << c.name);
+    const std::vector<Parameter> row{static_cast<std::int64_t>(i), c.bytes};
+    expect<rawtool::Rows>(writer->execute("INSERT INTO " + table + " VALUES ($1, $2)", row, Limits{}, AccessMode::read_write));
+    check(c, i, *reader);
+    ++walked;
+  }
+  CHECK(walked > cases.size() / 2);
+}
+
 }  // namespace
 
 TEST_CASE("every corpus failure payload comes back byte for byte from PostgreSQL", "[postgres][corpus]") {
@@ -36,7 +59,6 @@ TEST_CASE("every corpus failure payload comes back byte for byte from PostgreSQL
   if (!url) return;
   const auto reader_url = rawtool::test::pg_url(true);
   if (!reader_url) return;
-  const auto cases = rawtool::corpus::load_failures();
   rawtool::test::pg_admin(R"sql(
     DROP TABLE IF EXISTS drivers_corpus;
     CREATE TABLE drivers_corpus (id int PRIMARY KEY, s text);
@@ -46,24 +68,14 @@ TEST_CASE("every corpus failure payload comes back byte for byte from PostgreSQL
       RAISE EXCEPTION USING MESSAGE = p, DETAIL = p, HINT = p, TABLE = p, COLUMN = p, CONSTRAINT = p;
     END $f$;
   )sql");
-  auto writer = rawtool::test::superuser_driver(*url);
-  auto reader = rawtool::make_postgres_driver(*reader_url);
   Limits limits;
   limits.max_notice_bytes = 1024 * 1024;  // the notice budget is not what this walk is about
-  std::size_t walked = 0;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const auto& c = cases[i];
-    // A UTF8 database stores neither NUL nor invalid UTF-8.
-    if (!c.valid_utf8 || has_nul(c.bytes) || c.bytes.size() > walk_limit) continue;
-    INFO(c.source << " " << c.name);
-    const std::vector<Parameter> row{static_cast<std::int64_t>(i), c.bytes};
-    expect<rawtool::Rows>(writer->execute("INSERT INTO drivers_corpus VALUES ($1, $2)", row, Limits{}, AccessMode::read_write));
-
-    const auto cast = reader->execute(fmt::format("SELECT s::int FROM drivers_corpus WHERE id = {}", i), {}, Limits{},
+  walk_stored_corpus(*url, *reader_url, "drivers_corpus", [&](const auto& c, std::size_t i, rawtool::Driver& reader) {
+    const auto cast = reader.execute(fmt::format("SELECT s::int FROM drivers_corpus WHERE id = {}", i), {}, Limits{},
                                       AccessMode::read_only);
     CHECK(bytes_of(expect<Failure>(cast).message) == "invalid input syntax for type integer: \"" + c.bytes + "\"");
 
-    const auto raised = reader->execute(
+    const auto raised = reader.execute(
         fmt::format("SELECT drivers_corpus_raise(s) FROM drivers_corpus WHERE id = {}", i), {}, limits,
         AccessMode::read_only);
     const Failure& failure = expect<Failure>(raised);
@@ -76,9 +88,7 @@ TEST_CASE("every corpus failure payload comes back byte for byte from PostgreSQL
     CHECK(failure.notices_withheld == 0);
     REQUIRE(failure.notices.size() == 1);
     CHECK(bytes_of(failure.notices[0].message) == c.bytes);
-    ++walked;
-  }
-  CHECK(walked > cases.size() / 2);
+  });
   rawtool::test::pg_admin("DROP FUNCTION drivers_corpus_raise(text); DROP TABLE drivers_corpus");
 }
 
@@ -88,7 +98,6 @@ TEST_CASE("every corpus payload raised as a notice by a succeeding statement com
   if (!url) return;
   const auto reader_url = rawtool::test::pg_url(true);
   if (!reader_url) return;
-  const auto cases = rawtool::corpus::load_failures();
   rawtool::test::pg_admin(R"sql(
     DROP TABLE IF EXISTS drivers_corpus_notices;
     CREATE TABLE drivers_corpus_notices (id int PRIMARY KEY, s text);
@@ -100,20 +109,10 @@ TEST_CASE("every corpus payload raised as a notice by a succeeding statement com
       RETURN QUERY VALUES (octet_length(p), 'after ' || p);
     END $f$;
   )sql");
-  auto writer = rawtool::test::superuser_driver(*url);
-  auto reader = rawtool::make_postgres_driver(*reader_url);
   Limits limits;
   limits.max_notice_bytes = 1024 * 1024;  // every walked payload fits four times over with its context
-  std::size_t walked = 0;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const auto& c = cases[i];
-    // A UTF8 database stores neither NUL nor invalid UTF-8.
-    if (!c.valid_utf8 || has_nul(c.bytes) || c.bytes.size() > walk_limit) continue;
-    INFO(c.source << " " << c.name);
-    const std::vector<Parameter> row{static_cast<std::int64_t>(i), c.bytes};
-    expect<rawtool::Rows>(
-        writer->execute("INSERT INTO drivers_corpus_notices VALUES ($1, $2)", row, Limits{}, AccessMode::read_write));
-    const auto outcome = reader->execute(
+  walk_stored_corpus(*url, *reader_url, "drivers_corpus_notices", [&](const auto& c, std::size_t i, rawtool::Driver& reader) {
+    const auto outcome = reader.execute(
         fmt::format("SELECT r.* FROM drivers_corpus_notices, drivers_corpus_notice(s) r WHERE id = {}", i), {},
         limits, AccessMode::read_only);
     const rawtool::Rows& rows = expect<rawtool::Rows>(outcome);
@@ -129,9 +128,7 @@ TEST_CASE("every corpus payload raised as a notice by a succeeding statement com
     CHECK(bytes_of(rows.notices[0].hint) == c.bytes);
     CHECK(bytes_of(rows.notices[1].severity) == "WARNING");
     CHECK(bytes_of(rows.notices[1].message) == c.bytes);
-    ++walked;
-  }
-  CHECK(walked > cases.size() / 2);
+  });
   rawtool::test::pg_admin("DROP FUNCTION drivers_corpus_notice(text); DROP TABLE drivers_corpus_notices");
 }
 
