@@ -251,6 +251,15 @@ private:
         // is copied at once. A byte that needs escaping does not pay for this.
         std::size_t j = i;
         unsigned run = plain_ascii_run16<Cell>(p + j);
+        if (run == block) {
+          // A long run: four blocks at a time while they lie in what a step
+          // may read, then block by block to its end.
+          // (The reach bound keeps j below `stop`.) The loop below goes on
+          // from the block after the last one known to be plain.
+          j += block;
+          while (j + 4 * block <= stop + reach && all_plain_ascii64<Cell>(p + j)) j += 4 * block;
+          j -= block;
+        }
         while (run == block) {
           j += block;
           if (j >= stop) break;

@@ -345,6 +345,22 @@ TEST_CASE("a run's end is found at every offset of a sixteen-byte block", "[rend
   }
 }
 
+TEST_CASE("a long run's end is found at every offset of the four blocks scanned together", "[render][escape]") {
+  // Runs long enough for the four-block scan, starting at each offset of a
+  // block, ended at every offset through several four-block steps and near
+  // the end of the input, where the scan must hand over to the block loop.
+  for (const std::string& ender : {"\\"s, "\""s, "\n"s, "\x7f"s, std::string(1, '\0'), "\xc3\xa9"s, "\xe2\x80\xae"s, "\xf0\x9f\x98"s}) {
+    for (std::size_t start = 0; start < 16; start += 5) {
+      for (std::size_t at = start; at <= 300; ++at) {
+        std::string input = std::string(start, '\t') + std::string(320 - start, 'a');
+        input.replace(at, ender.size(), ender);
+        check_against_reference(input);
+      }
+    }
+  }
+  for (std::size_t length = 60; length <= 200; ++length) check_against_reference(std::string(length, 'z'));
+}
+
 TEST_CASE("plain runs crossing block edges are copied whole", "[render][escape]") {
   // Runs of every length from 0 to 70 between two escapes, so a run ends on,
   // just before and just after each block edge, and long runs are copied in bulk.
@@ -396,6 +412,21 @@ TEST_CASE("the block scans count plain ASCII exactly as the byte-by-byte definit
       const LineBlock masks = line_block(block);
       REQUIRE(masks.lf == (value == '\n' ? 1u << at : 0u));
       REQUIRE(masks.plain == (is_plain_ascii(static_cast<unsigned char>(value), false) ? 0xFFFFu : 0xFFFFu & ~(1u << at)));
+    }
+  }
+}
+
+TEST_CASE("the four-block scan finds a byte that is not plain at every offset of its 64 bytes", "[render][escape]") {
+  using namespace rawtool::render::detail;
+  for (unsigned value = 0; value < 256; ++value) {
+    for (unsigned at = 0; at < 64; ++at) {
+      unsigned char blocks[64];
+      std::fill(std::begin(blocks), std::end(blocks), static_cast<unsigned char>('a'));
+      blocks[at] = static_cast<unsigned char>(value);
+      for (bool cell : {false, true}) {
+        INFO("byte " << value << " at " << at << (cell ? " in a cell" : " in a line"));
+        REQUIRE((cell ? all_plain_ascii64<true>(blocks) : all_plain_ascii64<false>(blocks)) == is_plain_ascii(static_cast<unsigned char>(value), cell));
+      }
     }
   }
 }

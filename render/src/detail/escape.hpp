@@ -72,6 +72,27 @@ inline unsigned plain_ascii_run16_sse2(const unsigned char* p) noexcept {
 }
 #endif
 
+/// True when all 64 bytes at `p` (all of them readable) are plain ASCII: four
+/// blocks tested together, with one branch.
+template <bool Cell>
+inline bool all_plain_ascii64(const unsigned char* p) noexcept {
+#if defined(__SSE2__)
+  __m128i all = _mm_set1_epi8(-1);
+  for (unsigned k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i printable = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1F));
+    __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    if constexpr (Cell) special = _mm_or_si128(special, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+    all = _mm_and_si128(all, _mm_andnot_si128(special, printable));
+  }
+  return _mm_movemask_epi8(all) == 0xFFFF;
+#else
+  for (unsigned k = 0; k < 4; ++k)
+    if (plain_ascii_run16_words<Cell>(p + 16 * k) != 16) return false;
+  return true;
+#endif
+}
+
 /// Of the 16 bytes at `p` (all of them readable): bit k of `plain` is set
 /// when byte k is plain ASCII in the line context, bit k of `lf` when it is LF.
 struct LineBlock {
