@@ -83,7 +83,7 @@ constexpr auto leads = make_leads();
 class Sink {
 public:
   /// How many bytes a write starting below limit() may store.
-  static constexpr std::size_t slack = 64;
+  static constexpr std::size_t slack = 128;
   static constexpr std::size_t capacity = 1024;
   static constexpr std::size_t long_copy = capacity / 4;
 
@@ -226,8 +226,10 @@ private:
   // The size of the fixed-size loads and stores.
   static constexpr std::size_t block = 16;
   // How far past its position one step may read: a block, then a unit of up
-  // to 4 bytes starting at most 15 bytes on, or two blocks when quoting lines.
-  static constexpr std::size_t reach = 2 * block;
+  // to 4 bytes starting at most 15 bytes on; when quoting lines, two windows
+  // of two blocks.
+  static constexpr std::size_t window = 2 * block;
+  static constexpr std::size_t reach = Lines ? 2 * window : 2 * block;
   static constexpr std::size_t no_line_start = static_cast<std::size_t>(-1);
 
   // Escapes from `i` while it is below `stop`, where p[0 .. stop + reach) is
@@ -303,19 +305,35 @@ private:
     return i;
   }
 
-  // Quoting ordinary prose: copies blocks of plain text holding at most one
-  // LF, each with three fixed-size stores (the text up to and with the LF,
-  // the prefix, the rest), so that where a line ends costs no branch. Stops at
-  // the first other block; returns where. REQUIRES: the prefix is shorter
-  // than a block.
+  // Quoting ordinary prose: copies windows of two blocks, or failing that one
+  // block, of plain text holding at most one LF, each with three fixed-size
+  // stores (the text up to and with the LF, the prefix, the rest), so that
+  // where a line ends costs no branch. Stops at the first block that is
+  // neither; returns where. REQUIRES: the prefix is shorter than a block.
   std::size_t copy_line_blocks(const unsigned char* p, std::size_t i, std::size_t stop, char*& at, std::size_t& line_start) {
     const char* const limit = sink_.limit();
     const std::size_t begin = i;
     const std::size_t prefix_size = prefix_.size();
     while (i < stop) {
+      if (at >= limit) at = sink_.drain(at);
       const LineBlock b = line_block(p + i);
       if ((b.plain | b.lf) != 0xFFFFu || (b.lf & (b.lf - 1)) != 0) break;
-      if (at >= limit) at = sink_.drain(at);
+      const LineBlock next = line_block(p + i + block);
+      const std::uint32_t plain = b.plain | (next.plain << block);
+      const std::uint32_t lf = b.lf | (next.lf << block);
+      if ((plain | lf) == 0xFFFFFFFFu && (lf & (lf - 1)) == 0) {
+        const auto lf_at = static_cast<std::size_t>(std::countr_zero(std::uint64_t{lf} | (std::uint64_t{1} << window)));  // 32 when there is none
+        const std::size_t has_lf = 0 - (lf_at >> 5 ^ 1);
+        const std::size_t rest = lf_at + 1 - (lf_at >> 5);
+        std::memcpy(at, p + i, window);
+        at += rest;
+        std::memcpy(at, line_break_ + 1, block);
+        at += prefix_size & has_lf;
+        std::memcpy(at, p + i + rest, window);
+        at += (window - rest) & has_lf;
+        i += window;
+        continue;
+      }
       const auto lf_at = static_cast<std::size_t>(__builtin_ctz(b.lf | 0x10000u));  // 16 when there is none
       const std::size_t has_lf = 0 - (lf_at >> 4 ^ 1);                               // all ones when there is one
       const std::size_t rest = lf_at + 1 - (lf_at >> 4);                             // bytes up to and with the LF, or 16

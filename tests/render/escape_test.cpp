@@ -372,6 +372,25 @@ TEST_CASE("plain runs crossing block edges are copied whole", "[render][escape]"
   }
 }
 
+TEST_CASE("quoted lines of every length are split the same whether copied a window, a block or a unit at a time", "[render][escape]") {
+  // Lines of each length from 0 to 70, so one, two or no LF falls in a
+  // two-block window at every offset; then the same text with a byte that
+  // must be escaped at every offset of the first 100 bytes.
+  for (std::size_t length = 0; length <= 70; ++length) {
+    std::string lines;
+    while (lines.size() < 200) lines += std::string(length, 'l') + "\n";
+    check_against_reference(lines);
+    if (length % 7 != 3) continue;
+    for (const std::string& odd : {"\\"s, "\x7f"s, "\xcc\x81"s, "\xe2\x80"s}) {
+      for (std::size_t at = 0; at < 100; ++at) {
+        std::string input = lines;
+        input.replace(at, odd.size(), odd);
+        check_against_reference(input);
+      }
+    }
+  }
+}
+
 TEST_CASE("invalid UTF-8 at the very end, at every length, is escaped byte by byte", "[render][escape]") {
   // A sequence cut short by the end of the input lands on every offset near the
   // end of a block; the bytes past the input are never read as its continuation.
