@@ -821,6 +821,13 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   } else if (auto* failure = std::get_if<Failure>(&outcome)) {
     failure->notices = std::move(notices.kept);
     failure->notices_withheld = notices.withheld;
+  } else if (auto* refusal = std::get_if<Refusal>(&outcome)) {
+    // A refusal holds the tool's words only, so the notices themselves go
+    // nowhere; how many there were is said, so that none vanishes unmentioned.
+    const std::uint64_t raised = notices.kept.size() + notices.withheld;
+    if (raised != 0)
+      refusal->explanation += fmt::format(" It raised {} notice{} before it stopped; a stopped statement's notices are not shown.",
+                                          raised, raised == 1 ? "" : "s");
   }
   if (read_only) {
     // A statement that failed (or was cancelled) aborted the rest of its

@@ -323,12 +323,19 @@ TEST_CASE("no call's outcome carries notices from an earlier call", "[postgres][
     expect_quiet(*driver);
 
     // A refusal holds the tool's words only: the notice raised before the
-    // timeout goes nowhere, and not to the next call either.
+    // timeout is counted in its explanation, and goes to no later call.
     Limits short_time;
     short_time.statement_timeout = 300ms;
-    CHECK(refusal_reason(driver->execute("SELECT drivers_notices_then_sleep()", {}, short_time,
-                                         AccessMode::read_only)) == RefusalReason::timeout);
+    const auto timed_out = driver->execute("SELECT drivers_notices_then_sleep()", {}, short_time, AccessMode::read_only);
+    CHECK(refusal_reason(timed_out) == RefusalReason::timeout);
+    CHECK_THAT(expect<rawtool::Refusal>(timed_out).explanation,
+               Catch::EndsWith(" It raised 1 notice before it stopped; a stopped statement's notices are not shown."));
     expect_quiet(*driver);
+    Limits short_quiet;
+    short_quiet.statement_timeout = 200ms;
+    const auto quiet_timeout = driver->execute("SELECT pg_sleep(30)", {}, short_quiet, AccessMode::read_only);
+    CHECK(refusal_reason(quiet_timeout) == RefusalReason::timeout);
+    CHECK(expect<rawtool::Refusal>(quiet_timeout).explanation.find("notice") == std::string::npos);
 
     auto running = std::async(std::launch::async, [&] {
       return driver->execute("SELECT drivers_notices_then_sleep()", {}, Limits{}, AccessMode::read_only);
@@ -336,7 +343,9 @@ TEST_CASE("no call's outcome carries notices from an earlier call", "[postgres][
     std::this_thread::sleep_for(300ms);
     driver->cancel();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
-    CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+    const auto cancelled = running.get();
+    CHECK(refusal_reason(cancelled) == RefusalReason::cancelled);
+    CHECK_THAT(expect<rawtool::Refusal>(cancelled).explanation, Catch::Contains("raised 1 notice before it stopped"));
     expect_quiet(*driver);
 
     // The wrapping's warning after a COMMIT does not reach the next call.

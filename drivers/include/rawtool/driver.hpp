@@ -83,7 +83,8 @@ public:
   /// the WARNING that the closing ROLLBACK raises when the statement already
   /// ended the read-only transaction (COMMIT, ROLLBACK, END). A Refusal
   /// (timeout, cancel, COPY) carries no notices: it holds the tool's words
-  /// only. SQLite has no notices; its outcomes carry none.
+  /// only, and its explanation says how many notices the statement raised
+  /// before it stopped. SQLite has no notices; its outcomes carry none.
   ///
   /// A read-write statement commits when it ends; a commit that fails (a
   /// deferred constraint or trigger) is the database's Failure, never Rows,
