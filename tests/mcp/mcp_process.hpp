@@ -5,6 +5,8 @@
 // reads response lines with a deadline. Every line the server writes on stdout
 // is checked to be one JSON-RPC 2.0 message; anything else fails the test.
 
+#include "temp_dir.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -20,21 +22,6 @@ namespace rawtool::test {
 
 /// The rawtool binary under test.
 std::filesystem::path rawtool_binary();
-
-/// A fresh directory under the system's temporary folder, removed by the destructor.
-class TempDir {
-public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-  /// Writes `text` to `name` inside the directory; returns its path.
-  std::filesystem::path write(std::string_view name, std::string_view text) const;
-
-private:
-  std::filesystem::path path_;
-};
 
 /// Creates a SQLite database file at `file` by running `sql` (a script).
 void make_sqlite_database(const std::filesystem::path& file, std::string_view sql);

@@ -32,22 +32,6 @@ void walk(const nlohmann::json& value, std::vector<std::string>* keys, std::vect
 }
 }  // namespace
 
-TempDir::TempDir() : path_(std::filesystem::temp_directory_path() / ("rawtool-lib-test-" + random_hex(16))) {
-  std::filesystem::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::filesystem::path TempDir::write(const std::string& name, const std::string& content) const {
-  std::filesystem::path file = path_ / name;
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << content;
-  REQUIRE(out.good());
-  return file;
-}
 
 LogSink CapturedLog::sink() {
   return [this](std::string_view line) {

@@ -6,6 +6,7 @@
 
 #include <rawtool/tool.hpp>
 
+#include "temp_dir.hpp"
 #include "untrusted_bytes.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,21 +18,6 @@
 #include <vector>
 
 namespace rawtool::test {
-
-/// A fresh folder under the system's temporary folder, removed with its contents.
-class TempDir {
-public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-  /// Writes `content` to `name` inside the folder; returns the full path.
-  std::filesystem::path write(const std::string& name, const std::string& content) const;
-
-private:
-  std::filesystem::path path_;
-};
 
 /// A log sink that keeps every line, for tests that read the server log.
 class CapturedLog {
