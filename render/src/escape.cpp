@@ -14,33 +14,31 @@ namespace {
 
 constexpr char hex_digits[] = "0123456789ABCDEF";
 
-struct ByteEscape {
+// The first bytes of each escape and its length, in one table so that
+// choosing between a byte escape and a code point escape is choosing an index:
+// [0, 256) the escape of a byte when it is not copied (the short escapes for
+// backslash, tab, CR, LF and '"', \xHH for every other); from 256 + 16 * (d - 4)
+// on, the head of a code point escape of d = 4, 5 or 6 digits: "\u{" and its
+// first digit, one entry per digit.
+struct Head {
   char text[4];
-  std::uint8_t length;
+  std::uint32_t length;
 };
+constexpr std::uint32_t code_point_heads = 256;
 
-// The escape of each byte when it is not copied: the short escapes for
-// backslash, tab, CR, LF and '"', \xHH for every other.
-constexpr std::array<ByteEscape, 256> make_byte_escapes() {
-  std::array<ByteEscape, 256> table{};
-  for (unsigned b = 0; b < 256; ++b) table[b] = ByteEscape{{'\\', 'x', hex_digits[b >> 4], hex_digits[b & 0xF]}, 4};
-  table['\\'] = ByteEscape{{'\\', '\\', 0, 0}, 2};
-  table['\t'] = ByteEscape{{'\\', 't', 0, 0}, 2};
-  table['\r'] = ByteEscape{{'\\', 'r', 0, 0}, 2};
-  table['\n'] = ByteEscape{{'\\', 'n', 0, 0}, 2};
-  table['"'] = ByteEscape{{'\\', '"', 0, 0}, 2};
+constexpr std::array<Head, 256 + 3 * 16> make_heads() {
+  std::array<Head, 256 + 3 * 16> table{};
+  for (unsigned b = 0; b < 256; ++b) table[b] = Head{{'\\', 'x', hex_digits[b >> 4], hex_digits[b & 0xF]}, 4};
+  table['\\'] = Head{{'\\', '\\', 0, 0}, 2};
+  table['\t'] = Head{{'\\', 't', 0, 0}, 2};
+  table['\r'] = Head{{'\\', 'r', 0, 0}, 2};
+  table['\n'] = Head{{'\\', 'n', 0, 0}, 2};
+  table['"'] = Head{{'\\', '"', 0, 0}, 2};
+  for (unsigned digits = 4; digits <= 6; ++digits)
+    for (unsigned d = 0; d < 16; ++d) table[code_point_heads + 16 * (digits - 4) + d] = Head{{'\\', 'u', '{', hex_digits[d]}, 4 + digits};
   return table;
 }
-constexpr auto byte_escapes = make_byte_escapes();
-
-// The first four bytes of a code point escape, by its first hex digit:
-// "\u{0" to "\u{F".
-constexpr std::array<std::array<char, 4>, 16> make_code_point_heads() {
-  std::array<std::array<char, 4>, 16> table{};
-  for (unsigned d = 0; d < 16; ++d) table[d] = {'\\', 'u', '{', hex_digits[d]};
-  return table;
-}
-constexpr auto code_point_heads = make_code_point_heads();
+constexpr auto heads = make_heads();
 
 // Two hex digits per byte value, so a code point's digits take three loads.
 constexpr std::array<std::array<char, 2>, 256> make_hex_pairs() {
@@ -53,26 +51,52 @@ constexpr auto hex_pairs = make_hex_pairs();
 // What a byte says about the sequence it starts (RFC 3629: no overlong
 // forms, no surrogates, nothing past U+10FFFF), in the terms of the four
 // bytes from it read as one little-endian word.
+// Eight bytes, so that finding a byte's entry is one scaled index.
 struct Lead {
-  std::uint32_t continuations;  // the high two bits of the third and fourth bytes the sequence holds: each must be 10
-  std::uint16_t second_lo;      // the second byte must be in second_lo .. second_lo + second_span; 0x100 (never) for a byte that does not lead
-  std::uint8_t second_span;
-  std::uint8_t payload_mask;  // the lead's bits of the code point
-  std::uint8_t shift;         // how far a four-byte assembly of the payloads is too long
-  std::uint8_t length;        // 1 for ASCII and for a byte that never starts valid UTF-8
+  std::uint16_t second_ok;      // bit k set: a second byte from 16k to 16k + 15 may follow; zero for a byte that does not lead
+  std::uint16_t continuations;  // the high two bits of the third and fourth bytes the sequence holds (each must be 10), as the word's top half
+  std::uint8_t payload_mask;    // the lead's bits of the code point
+  std::uint8_t shift;           // how far a four-byte assembly of the payloads is too long
+  std::uint8_t length;          // 1 for ASCII and for a byte that never starts valid UTF-8
+  std::uint8_t multi;           // 0xFF when length is over 1, else 0
 };
+static_assert(sizeof(Lead) == 8);
 
+// The allowed second bytes fall on 16-byte boundaries: 80..BF in general,
+// A0..BF after E0 (no overlong forms), 80..9F after ED (no surrogates),
+// 90..BF after F0 (no overlong forms), 80..8F after F4 (nothing past U+10FFFF).
 constexpr std::array<Lead, 256> make_leads() {
   std::array<Lead, 256> table{};
   for (unsigned b = 0; b < 256; ++b) {
-    if (b >= 0xC2 && b <= 0xDF) table[b] = {0, 0x80, 0x3F, 0x1F, 12, 2};
-    else if (b >= 0xE0 && b <= 0xEF) table[b] = {0x00C00000, static_cast<std::uint16_t>(b == 0xE0 ? 0xA0 : 0x80), static_cast<std::uint8_t>(b == 0xE0 || b == 0xED ? 0x1F : 0x3F), 0x0F, 6, 3};
-    else if (b >= 0xF0 && b <= 0xF4) table[b] = {0xC0C00000, static_cast<std::uint16_t>(b == 0xF0 ? 0x90 : 0x80), static_cast<std::uint8_t>(b == 0xF0 ? 0x2F : b == 0xF4 ? 0x0F : 0x3F), 0x07, 0, 4};
-    else table[b] = {0, 0x100, 0, 0, 0, 1};
+    if (b >= 0xC2 && b <= 0xDF) table[b] = {0x0F00, 0, 0x1F, 12, 2, 0xFF};
+    else if (b >= 0xE0 && b <= 0xEF) table[b] = {static_cast<std::uint16_t>(b == 0xE0 ? 0x0C00 : b == 0xED ? 0x0300 : 0x0F00), 0x00C0, 0x0F, 6, 3, 0xFF};
+    else if (b >= 0xF0 && b <= 0xF4) table[b] = {static_cast<std::uint16_t>(b == 0xF0 ? 0x0E00 : b == 0xF4 ? 0x0100 : 0x0F00), 0xC0C0, 0x07, 0, 4, 0xFF};
+    else table[b] = {0, 0, 0, 0, 1, 0};
   }
   return table;
 }
 constexpr auto leads = make_leads();
+
+// How a code point escape is laid out, by the index of the code point's
+// highest set bit once bit 15 is set (15 to 20): the digits are written
+// top-aligned in six places, so the code point is shifted up by `shift`; the
+// head is heads[head + the first digit]; the closing brace goes at `brace`.
+struct Shape {
+  std::uint16_t head;
+  std::uint8_t shift;
+  std::uint8_t brace;
+};
+
+constexpr std::array<Shape, 21> make_shapes() {
+  std::array<Shape, 21> table{};
+  for (unsigned top_bit = 15; top_bit <= 20; ++top_bit) {
+    const unsigned digits = (top_bit + 4) / 4;  // 4 to 6
+    table[top_bit] = Shape{static_cast<std::uint16_t>(code_point_heads + 16 * (digits - 4)), static_cast<std::uint8_t>(4 * (6 - digits)),
+                           static_cast<std::uint8_t>(3 + digits)};
+  }
+  return table;
+}
+constexpr auto shapes = make_shapes();
 
 // Output on its way to the std::string: a buffer with `slack` bytes of room
 // past its limit, so that each escape is written with stores
@@ -118,34 +142,43 @@ private:
   char buffer_[capacity + slack];
 };
 
-// The class values escape_unit combines as bits.
+// The class values escape_unit tests as bits.
 static_assert(static_cast<unsigned>(CodePointClass::plain) == 0 && static_cast<unsigned>(CodePointClass::escape) == 1 &&
               static_cast<unsigned>(CodePointClass::combining) == 2);
+
+/// The classes escaped where a unit stands: `escape`, and `combining` too at
+/// the start of a line or cell.
+constexpr std::uint32_t escaped_classes(bool at_line_start) { return at_line_start ? 3u : 1u; }
 
 // Writes at `at` the escape of the unit at `p`, which is not plain ASCII nor
 // a line-splitting LF: a byte that is not part of valid UTF-8, or one code
 // point. `p` has 4 readable bytes and `at` is below the sink's limit.
-// `at_line_start` and `ascii_only` are 1 or 0. Returns the unit's length in
-// bytes; adds the length written to `at`.
+// `escaped` says which classes of code point are escaped (escaped_classes);
+// AsciiOnly escapes every code point. Returns the unit's length in bytes;
+// adds the length written to `at`.
 //
 // Hostile input mixes kinds of unit at random, so every branch on the kind
 // would be a misprediction: each choice below is made with masks (all ones or
 // zero) and arithmetic rather than conditions, but for one that ordinary
 // text and hostile input each predict well.
-inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_start, std::uint32_t ascii_only, char*& at) {
+template <bool AsciiOnly>
+inline std::size_t escape_unit(const unsigned char* p, std::uint32_t escaped, char*& at) {
   const std::uint32_t word = p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
   const Lead& lead = leads[p[0]];
-  const bool second_ok = ((word >> 8) & 0xFFu) - lead.second_lo <= lead.second_span;
-  const bool rest_ok = (word & lead.continuations) == (lead.continuations & 0x80808080u);
+  // Not zero when the second byte may not follow the lead or a later one of
+  // the sequence is not a continuation byte.
+  const std::uint32_t malformed = ((word ^ 0x80808080u) & (std::uint32_t{lead.continuations} << 16)) | ((~std::uint32_t{lead.second_ok} >> ((word >> 12) & 0xFu)) & 1u);
   // All ones for a well-formed sequence; zero for a byte escape (ASCII that
   // is not plain, a byte that never leads, a sequence that is not well formed).
-  const std::uint32_t well_formed = 0u - static_cast<std::uint32_t>(second_ok & rest_ok);
+  // (Arithmetic rather than a comparison, which the compiler may turn into a
+  // branch: the top bit of m | -m is set exactly when m is not zero.)
+  const std::uint32_t well_formed = ((malformed | (0u - malformed)) >> 31) - 1u;
   // A lead byte whose sequence is not well formed is rare even in hostile
   // input, so it takes a branch of its own: past it, the unit's length is
   // the lead's, known from the first byte alone, and the next unit's position
   // does not wait for the checks above.
-  if ((~well_formed & (lead.length - 1u)) != 0) [[unlikely]] {
-    const ByteEscape& byte = byte_escapes[p[0]];
+  if ((~well_formed & lead.multi) != 0) [[unlikely]] {
+    const Head& byte = heads[p[0]];
     std::memcpy(at, byte.text, 4);
     at += byte.length;
     return 1;
@@ -153,35 +186,30 @@ inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_sta
   // Zero unless well formed, so the lookup only sees code points up to U+10FFFF.
   const std::uint32_t cp =
       ((((word & lead.payload_mask) << 18) | ((word & 0x3F00u) << 4) | ((word >> 10) & 0xFC0u) | ((word >> 24) & 0x3Fu)) >> lead.shift) & well_formed;
-  const auto cls = static_cast<std::uint32_t>(code_point_class_of_scalar(static_cast<char32_t>(cp)));
-  const std::uint32_t escape_code_point = 0u - (ascii_only | (cls & 1u) | ((cls >> 1) & at_line_start));
-  if ((well_formed & ~escape_code_point) != 0) {
-    // A code point copied as it is: ordinary text has mostly these, hostile
-    // input mostly escapes, so either predicts this branch.
-    std::memcpy(at, p, 4);
-    at += lead.length;
-    return lead.length;
+  if constexpr (!AsciiOnly) {
+    const auto cls = static_cast<std::uint32_t>(code_point_class_of_scalar(static_cast<char32_t>(cp)));
+    if (((cls & escaped) | ~well_formed) == 0) {
+      // A code point copied as it is: ordinary text has mostly these, hostile
+      // input mostly escapes, so either predicts this branch.
+      std::memcpy(at, p, 4);
+      at += lead.length;
+      return lead.length;
+    }
   }
 
   // From here the unit is a byte escape or, when well formed, a code point
-  // escape. \u{HHHH}, \u{HHHHH} or \u{HHHHHH}: the digits are written
-  // top-aligned in six places and the closing brace after the ones that
-  // count. Written for every unit; a byte escape writes its own first four
-  // bytes over the start and keeps fewer.
-  const auto digits = static_cast<std::uint32_t>(std::bit_width(cp | 0x8000u) + 3) / 4;  // 4 to 6
-  const std::uint32_t top_aligned = cp << (4 * (6 - digits));
-  const ByteEscape& byte = byte_escapes[p[0]];
-  std::uint32_t byte_head, code_point_head;
-  std::memcpy(&byte_head, byte.text, 4);
-  std::memcpy(&code_point_head, code_point_heads[top_aligned >> 20].data(), 4);
-  const std::uint32_t head = (byte_head & ~well_formed) | (code_point_head & well_formed);
-  const std::uint32_t length = (byte.length & ~well_formed) | ((4 + digits) & well_formed);
-  std::memcpy(at, &head, 4);
+  // escape. \u{HHHH}, \u{HHHHH} or \u{HHHHHH} (see Shape). Written for every
+  // unit; a byte escape's head covers the start and its length keeps fewer.
+  const Shape& shape = shapes[static_cast<unsigned>(std::bit_width(cp | 0x8000u)) - 1];
+  const std::uint32_t top_aligned = cp << shape.shift;
+  const std::uint32_t code_point_head = shape.head + (top_aligned >> 20);
+  const Head& head = heads[p[0] ^ ((p[0] ^ code_point_head) & well_formed)];
+  std::memcpy(at, head.text, 4);
   std::memcpy(at + 4, hex_pairs[(top_aligned >> 12) & 0xFF].data(), 2);
   std::memcpy(at + 6, hex_pairs[(top_aligned >> 4) & 0xFF].data(), 2);
   at[8] = hex_digits[top_aligned & 0xF];
-  at[3 + digits] = '}';
-  at += length;
+  at[shape.brace] = '}';
+  at += head.length;
   return lead.length;
 }
 
@@ -193,10 +221,10 @@ inline std::size_t escape_unit(const unsigned char* p, std::uint32_t at_line_sta
 // position, so the input is walked in place up to `reach` bytes from its end
 // and the rest from a zero-padded copy (a zero is never a continuation byte,
 // so a sequence cut by the end of the input still fails to decode).
-template <bool Cell, bool Lines>
+template <bool Cell, bool Lines, bool AsciiOnly>
 class Escaper {
 public:
-  Escaper(std::string& out, bool ascii_only, std::string_view prefix) : sink_(out), at_(sink_.start()), ascii_only_(ascii_only ? 1u : 0u), prefix_(prefix) {
+  Escaper(std::string& out, std::string_view prefix) : sink_(out), at_(sink_.start()), prefix_(prefix) {
     if (Lines && prefix.size() < block) {
       line_break_[0] = '\n';
       std::memcpy(line_break_ + 1, prefix.data(), prefix.size());
@@ -212,14 +240,11 @@ public:
   void escape(std::string_view bytes) {
     const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
     const std::size_t n = bytes.size();
-    std::size_t line_start = 0;
-    const std::size_t i = n > reach ? walk(p, 0, n - reach, n, line_start) : 0;
-    // The tail: positions are counted from the copy, so only a line that
-    // starts right where it begins keeps its start.
+    std::uint32_t escaped = escaped_classes(true);
+    const std::size_t i = n > reach ? walk(p, 0, n - reach, n, escaped) : 0;
     unsigned char tail[2 * reach + 8] = {};
     std::memcpy(tail, p + i, n - i);
-    line_start = line_start == i ? 0 : no_line_start;
-    walk(tail, 0, n - i, n - i, line_start);
+    walk(tail, 0, n - i, n - i, escaped);
   }
 
 private:
@@ -230,22 +255,21 @@ private:
   // of two blocks.
   static constexpr std::size_t window = 2 * block;
   static constexpr std::size_t reach = Lines ? 2 * window : 2 * block;
-  static constexpr std::size_t no_line_start = static_cast<std::size_t>(-1);
 
   // Escapes from `i` while it is below `stop`, where p[0 .. stop + reach) is
   // readable and the input's own bytes end at `n`. Returns where it stopped.
-  // `line_start` is where the current line started (a combining mark there
-  // would combine with the prefix).
-  std::size_t walk(const unsigned char* p, std::size_t i, std::size_t stop, std::size_t n, std::size_t& line_start_ref) {
+  // `escaped_ref` is escaped_classes(whether the position is the start of a
+  // line), on entry and on return (a combining mark there would combine with
+  // the prefix).
+  std::size_t walk(const unsigned char* p, std::size_t i, std::size_t stop, std::size_t n, std::uint32_t& escaped_ref) {
     char* at = at_;
     char* const limit = sink_.limit();
-    std::size_t line_start = line_start_ref;
-    const unsigned ascii_only = ascii_only_;
+    std::uint32_t escaped = escaped_ref;
     while (i < stop) {
       if (at >= limit) at = sink_.drain(at);
       if (is_plain_ascii(p[i], Cell)) {
         if constexpr (Lines) {
-          if (prefix_.size() < block) i = copy_line_blocks(p, i, stop, at, line_start);
+          if (prefix_.size() < block) i = copy_line_blocks(p, i, stop, at, escaped);
           if (i >= stop) continue;
         }
         // A run: its end is found 16 bytes at a time (the test of each block
@@ -282,6 +306,7 @@ private:
           at = sink_.copy(at, p + i, length);
         }
         i = j;
+        if (length != 0) escaped = escaped_classes(false);
         if (run == block || i >= n) continue;  // a run up to `stop`, or the end of the input
         if (at >= limit) at = sink_.drain(at);
       }
@@ -294,14 +319,16 @@ private:
             *at++ = '\n';
             at = sink_.copy(at, prefix_.data(), prefix_.size());
           }
-          line_start = ++i;
+          ++i;
+          escaped = escaped_classes(true);
           continue;
         }
       }
-      i += escape_unit(p + i, i == line_start ? 1u : 0u, ascii_only, at);
+      i += escape_unit<AsciiOnly>(p + i, escaped, at);
+      escaped = escaped_classes(false);
     }
     at_ = at;
-    line_start_ref = line_start;
+    escaped_ref = escaped;
     return i;
   }
 
@@ -310,7 +337,7 @@ private:
   // stores (the text up to and with the LF, the prefix, the rest), so that
   // where a line ends costs no branch. Stops at the first block that is
   // neither; returns where. REQUIRES: the prefix is shorter than a block.
-  std::size_t copy_line_blocks(const unsigned char* p, std::size_t i, std::size_t stop, char*& at, std::size_t& line_start) {
+  std::size_t copy_line_blocks(const unsigned char* p, std::size_t i, std::size_t stop, char*& at, std::uint32_t& escaped) {
     const char* const limit = sink_.limit();
     const std::size_t begin = i;
     const std::size_t prefix_size = prefix_.size();
@@ -345,15 +372,12 @@ private:
       at += (block - rest) & has_lf;
       i += block;
     }
-    // Only a line that starts where the blocks stop can matter to what
-    // follows (a combining mark there); any earlier start is as good as the last.
-    if (i > begin && p[i - 1] == '\n') line_start = i;
+    if (i > begin) escaped = escaped_classes(p[i - 1] == '\n');
     return i;
   }
 
   Sink sink_;
   char* at_;
-  unsigned ascii_only_;
   std::string_view prefix_;
   // LF and the prefix, when they fit one block; read as a block from either
   // its start or the prefix's.
@@ -364,16 +388,29 @@ private:
 
 void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
   out.reserve(out.size() + bytes.size() + 8);
-  if (context == EscapeContext::cell) Escaper<true, false>(out, ascii_only, {}).escape(bytes);
-  else Escaper<false, false>(out, ascii_only, {}).escape(bytes);
+  const bool cell = context == EscapeContext::cell;
+  if (cell && ascii_only) Escaper<true, false, true>(out, {}).escape(bytes);
+  else if (cell) Escaper<true, false, false>(out, {}).escape(bytes);
+  else if (ascii_only) Escaper<false, false, true>(out, {}).escape(bytes);
+  else Escaper<false, false, false>(out, {}).escape(bytes);
 }
 
-void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
-  Escaper<false, true> escaper(out, ascii_only, prefix);
+namespace {
+
+template <bool AsciiOnly>
+void quote_lines_as(std::string& out, std::string_view bytes, std::string_view prefix) {
+  Escaper<false, true, AsciiOnly> escaper(out, prefix);
   escaper.write(prefix);
   escaper.escape(bytes);
   escaper.write("\n");
+}
+
+}  // namespace
+
+void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
+  out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
+  if (ascii_only) quote_lines_as<true>(out, bytes, prefix);
+  else quote_lines_as<false>(out, bytes, prefix);
 }
 
 }  // namespace rawtool::render::detail
