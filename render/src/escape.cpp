@@ -107,7 +107,7 @@ constexpr auto shapes = make_shapes();
 class Sink {
 public:
   /// How many bytes a write starting below limit() may store.
-  static constexpr std::size_t slack = 128;
+  static constexpr std::size_t slack = 256;
   static constexpr std::size_t capacity = 1024;
   static constexpr std::size_t long_copy = capacity / 4;
 
@@ -252,9 +252,10 @@ private:
   static constexpr std::size_t block = 16;
   // How far past its position one step may read: a block, then a unit of up
   // to 4 bytes starting at most 15 bytes on; when quoting lines, two windows
-  // of two blocks.
+  // of four blocks.
   static constexpr std::size_t window = 2 * block;
-  static constexpr std::size_t reach = Lines ? 2 * window : 2 * block;
+  static constexpr std::size_t wide_window = 4 * block;
+  static constexpr std::size_t reach = Lines ? 2 * wide_window : 2 * block;
 
   // Escapes from `i` while it is below `stop`, where p[0 .. stop + reach) is
   // readable and the input's own bytes end at `n`. Returns where it stopped.
@@ -268,15 +269,21 @@ private:
     while (i < stop) {
       if (at >= limit) at = sink_.drain(at);
       if (is_plain_ascii(p[i], Cell)) {
-        if constexpr (Lines) {
-          if (prefix_.size() < block) i = copy_line_blocks(p, i, stop, at, escaped);
-          if (i >= stop) continue;
-        }
         // A run: its end is found 16 bytes at a time (the test of each block
         // is a predicted branch, not a dependency of the next load), then it
         // is copied at once. A byte that needs escaping does not pay for this.
+        unsigned run = plain_ascii_run16<Cell>(p + i);
+        if constexpr (Lines) {
+          // Prose: a whole block of it, or a line end within the block, is
+          // worth trying whole windows for; a short run between other
+          // characters is not.
+          if (prefix_.size() < block && (run == block || p[i + run] == '\n')) {
+            i = copy_line_blocks(p, i, stop, at, escaped);
+            if (i >= stop) continue;
+            run = plain_ascii_run16<Cell>(p + i);
+          }
+        }
         std::size_t j = i;
-        unsigned run = plain_ascii_run16<Cell>(p + j);
         if (run == block) {
           // A long run: four blocks at a time while they lie in what a step
           // may read, then block by block to its end.
@@ -332,17 +339,33 @@ private:
     return i;
   }
 
-  // Quoting ordinary prose: copies windows of two blocks, or failing that one
-  // block, of plain text holding at most one LF, each with three fixed-size
-  // stores (the text up to and with the LF, the prefix, the rest), so that
-  // where a line ends costs no branch. Stops at the first block that is
-  // neither; returns where. REQUIRES: the prefix is shorter than a block.
+  // Quoting ordinary prose: copies windows of four blocks, or failing that
+  // two or one, of plain text holding at most one LF, each with three
+  // fixed-size stores (the text up to and with the LF, the prefix, the rest),
+  // so that where a line ends costs no branch. Stops at the first block that
+  // is none of these; returns where. REQUIRES: the prefix is shorter than a block.
   std::size_t copy_line_blocks(const unsigned char* p, std::size_t i, std::size_t stop, char*& at, std::uint32_t& escaped) {
     const char* const limit = sink_.limit();
     const std::size_t begin = i;
     const std::size_t prefix_size = prefix_.size();
     while (i < stop) {
       if (at >= limit) at = sink_.drain(at);
+      const LineWindow w = line_window64(p + i);
+      if (w.plain_or_lf && (w.lf & (w.lf - 1)) == 0) {
+        // With no LF, `rest` is the whole window and has_lf keeps the
+        // prefix and the second copy out. (All arithmetic: a branch on
+        // where the LF falls would mispredict once a line.)
+        const auto has_lf = static_cast<std::size_t>(0) - static_cast<std::size_t>((w.lf | (0 - w.lf)) >> 63);
+        const auto rest = static_cast<std::size_t>(__builtin_ctzll(w.lf | (std::uint64_t{1} << 63))) + 1;
+        std::memcpy(at, p + i, wide_window);
+        at += rest;
+        std::memcpy(at, line_break_ + 1, block);
+        at += prefix_size & has_lf;
+        std::memcpy(at, p + i + rest, wide_window);
+        at += (wide_window - rest) & has_lf;
+        i += wide_window;
+        continue;
+      }
       const LineBlock b = line_block(p + i);
       if ((b.plain | b.lf) != 0xFFFFu || (b.lf & (b.lf - 1)) != 0) break;
       const LineBlock next = line_block(p + i + block);

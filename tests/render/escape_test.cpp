@@ -373,16 +373,16 @@ TEST_CASE("plain runs crossing block edges are copied whole", "[render][escape]"
 }
 
 TEST_CASE("quoted lines of every length are split the same whether copied a window, a block or a unit at a time", "[render][escape]") {
-  // Lines of each length from 0 to 70, so one, two or no LF falls in a
-  // two-block window at every offset; then the same text with a byte that
-  // must be escaped at every offset of the first 100 bytes.
-  for (std::size_t length = 0; length <= 70; ++length) {
+  // Lines of each length from 0 to 140, so one, two or no LF falls in a
+  // four-block or two-block window at every offset; then the same text with a
+  // byte that must be escaped at every offset of the first 200 bytes.
+  for (std::size_t length = 0; length <= 140; ++length) {
     std::string lines;
-    while (lines.size() < 200) lines += std::string(length, 'l') + "\n";
+    while (lines.size() < 400) lines += std::string(length, 'l') + "\n";
     check_against_reference(lines);
     if (length % 7 != 3) continue;
     for (const std::string& odd : {"\\"s, "\x7f"s, "\xcc\x81"s, "\xe2\x80"s}) {
-      for (std::size_t at = 0; at < 100; ++at) {
+      for (std::size_t at = 0; at < 200; ++at) {
         std::string input = lines;
         input.replace(at, odd.size(), odd);
         check_against_reference(input);
@@ -431,6 +431,30 @@ TEST_CASE("the block scans count plain ASCII exactly as the byte-by-byte definit
       const LineBlock masks = line_block(block);
       REQUIRE(masks.lf == (value == '\n' ? 1u << at : 0u));
       REQUIRE(masks.plain == (is_plain_ascii(static_cast<unsigned char>(value), false) ? 0xFFFFu : 0xFFFFu & ~(1u << at)));
+    }
+  }
+}
+
+TEST_CASE("the line window scan marks every byte value at every offset of its 64 bytes as the definition does", "[render][escape]") {
+  using namespace rawtool::render::detail;
+  for (unsigned value = 0; value < 256; ++value) {
+    for (unsigned at = 0; at < 64; ++at) {
+      unsigned char window[64];
+      std::fill(std::begin(window), std::end(window), static_cast<unsigned char>('w'));
+      window[at] = static_cast<unsigned char>(value);
+      INFO("byte " << value << " at " << at);
+      const LineWindow w = line_window64(window);
+      REQUIRE(w.plain_or_lf == (value == '\n' || is_plain_ascii(static_cast<unsigned char>(value), false)));
+      REQUIRE(w.lf == (value == '\n' ? std::uint64_t{1} << at : 0));
+      // A second LF at every other offset is marked too.
+      for (unsigned other = 0; other < 64; ++other) {
+        if (other == at) continue;
+        window[other] = '\n';
+        const LineWindow two = line_window64(window);
+        REQUIRE(two.lf == ((std::uint64_t{1} << other) | (value == '\n' ? std::uint64_t{1} << at : 0)));
+        REQUIRE(two.plain_or_lf == w.plain_or_lf);
+        window[other] = 'w';
+      }
     }
   }
 }

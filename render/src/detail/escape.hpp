@@ -117,6 +117,37 @@ inline LineBlock line_block(const unsigned char* p) noexcept {
 #endif
 }
 
+/// Of the 64 bytes at `p` (all of them readable): whether every one is plain
+/// ASCII in the line context or LF, and bit k of `lf` set when byte k is LF.
+struct LineWindow {
+  bool plain_or_lf;
+  std::uint64_t lf;
+};
+
+inline LineWindow line_window64(const unsigned char* p) noexcept {
+#if defined(__SSE2__)
+  __m128i all = _mm_set1_epi8(-1);
+  std::uint64_t lf = 0;
+  for (unsigned k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i printable = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1F));
+    const __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    const __m128i is_lf = _mm_cmpeq_epi8(v, _mm_set1_epi8('\n'));
+    all = _mm_and_si128(all, _mm_or_si128(_mm_andnot_si128(special, printable), is_lf));
+    lf |= std::uint64_t{static_cast<unsigned>(_mm_movemask_epi8(is_lf))} << (16 * k);
+  }
+  return {_mm_movemask_epi8(all) == 0xFFFF, lf};
+#else
+  LineWindow w{true, 0};
+  for (unsigned k = 0; k < 64; ++k) {
+    const bool is_lf = p[k] == '\n';
+    w.plain_or_lf = w.plain_or_lf && (is_lf || is_plain_ascii(p[k], false));
+    w.lf |= std::uint64_t{is_lf ? 1u : 0u} << k;
+  }
+  return w;
+#endif
+}
+
 /// The count the escape loop uses.
 template <bool Cell>
 inline unsigned plain_ascii_run16(const unsigned char* p) noexcept {
