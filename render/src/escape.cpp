@@ -9,6 +9,13 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL 1
+#include <immintrin.h>
+#else
+#define RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL 0
+#endif
+
 namespace rawtool::render::detail {
 namespace {
 
@@ -76,6 +83,10 @@ constexpr std::array<Lead, 256> make_leads() {
   return table;
 }
 constexpr auto leads = make_leads();
+
+// The bits of a code point in the four bytes from its lead read big-endian,
+// by the sequence's length.
+constexpr std::uint32_t payload_bits[5] = {0, 0, 0x1F3F0000u, 0x0F3F3F00u, 0x073F3F3Fu};
 
 // How a code point escape is laid out, by the index of the code point's
 // highest set bit once bit 15 is set (15 to 20): the digits are written
@@ -150,290 +161,96 @@ static_assert(static_cast<unsigned>(CodePointClass::plain) == 0 && static_cast<u
 /// the start of a line or cell.
 constexpr std::uint32_t escaped_classes(bool at_line_start) { return at_line_start ? 3u : 1u; }
 
-// Writes at `at` the escape of the unit at `p`, which is not plain ASCII nor
-// a line-splitting LF: a byte that is not part of valid UTF-8, or one code
-// point. `p` has 4 readable bytes and `at` is below the sink's limit.
-// `escaped` says which classes of code point are escaped (escaped_classes);
-// AsciiOnly escapes every code point. Returns the unit's length in bytes;
-// adds the length written to `at`.
-//
-// Hostile input mixes kinds of unit at random, so every branch on the kind
-// would be a misprediction: each choice below is made with masks (all ones or
-// zero) and arithmetic rather than conditions, but for one that ordinary
-// text and hostile input each predict well.
-template <bool AsciiOnly>
-inline std::size_t escape_unit(const unsigned char* p, std::uint32_t escaped, char*& at) {
-  const std::uint32_t word = p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
-  const Lead& lead = leads[p[0]];
-  // Not zero when the second byte may not follow the lead or a later one of
-  // the sequence is not a continuation byte.
-  const std::uint32_t malformed = ((word ^ 0x80808080u) & (std::uint32_t{lead.continuations} << 16)) | ((~std::uint32_t{lead.second_ok} >> ((word >> 12) & 0xFu)) & 1u);
-  // All ones for a well-formed sequence; zero for a byte escape (ASCII that
-  // is not plain, a byte that never leads, a sequence that is not well formed).
-  // (Arithmetic rather than a comparison, which the compiler may turn into a
-  // branch: the top bit of m | -m is set exactly when m is not zero.)
-  const std::uint32_t well_formed = ((malformed | (0u - malformed)) >> 31) - 1u;
-  // A lead byte whose sequence is not well formed is rare even in hostile
-  // input, so it takes a branch of its own: past it, the unit's length is
-  // the lead's, known from the first byte alone, and the next unit's position
-  // does not wait for the checks above.
-  if ((~well_formed & lead.multi) != 0) [[unlikely]] {
-    const Head& byte = heads[p[0]];
-    std::memcpy(at, byte.text, 4);
-    at += byte.length;
-    return 1;
-  }
-  // Zero unless well formed, so the lookup only sees code points up to U+10FFFF.
-  const std::uint32_t cp =
-      ((((word & lead.payload_mask) << 18) | ((word & 0x3F00u) << 4) | ((word >> 10) & 0xFC0u) | ((word >> 24) & 0x3Fu)) >> lead.shift) & well_formed;
-  if constexpr (!AsciiOnly) {
-    const auto cls = static_cast<std::uint32_t>(code_point_class_of_scalar(static_cast<char32_t>(cp)));
-    if (((cls & escaped) | ~well_formed) == 0) {
-      // A code point copied as it is: ordinary text has mostly these, hostile
-      // input mostly escapes, so either predicts this branch.
-      std::memcpy(at, p, 4);
-      at += lead.length;
-      return lead.length;
-    }
-  }
-
-  // From here the unit is a byte escape or, when well formed, a code point
-  // escape. \u{HHHH}, \u{HHHHH} or \u{HHHHHH} (see Shape). Written for every
-  // unit; a byte escape's head covers the start and its length keeps fewer.
-  const Shape& shape = shapes[static_cast<unsigned>(std::bit_width(cp | 0x8000u)) - 1];
-  const std::uint32_t top_aligned = cp << shape.shift;
-  const std::uint32_t code_point_head = shape.head + (top_aligned >> 20);
-  const Head& head = heads[p[0] ^ ((p[0] ^ code_point_head) & well_formed)];
-  std::memcpy(at, head.text, 4);
-  std::memcpy(at + 4, hex_pairs[(top_aligned >> 12) & 0xFF].data(), 2);
-  std::memcpy(at + 6, hex_pairs[(top_aligned >> 4) & 0xFF].data(), 2);
-  at[8] = hex_digits[top_aligned & 0xF];
-  at[shape.brace] = '}';
-  at += head.length;
-  return lead.length;
-}
-
-// Escapes bytes in the context Cell says; with Lines, each LF instead ends a
-// quoted line and writes LF and `prefix`.
-//
-// Plain ASCII goes in runs found 16 bytes at a time. Every other byte starts
-// a unit (escape_unit). Each step reads up to `reach` bytes past its
-// position, so the input is walked in place up to `reach` bytes from its end
-// and the rest from a zero-padded copy (a zero is never a continuation byte,
-// so a sequence cut by the end of the input still fails to decode).
-template <bool Cell, bool Lines, bool AsciiOnly>
-class Escaper {
-public:
-  Escaper(std::string& out, std::string_view prefix) : sink_(out), at_(sink_.start()), prefix_(prefix) {
-    if (Lines && prefix.size() < block) {
-      line_break_[0] = '\n';
-      std::memcpy(line_break_ + 1, prefix.data(), prefix.size());
-    }
-  }
-  ~Escaper() { sink_.drain(at_); }
-  Escaper(const Escaper&) = delete;
-  Escaper& operator=(const Escaper&) = delete;
-
-  void write(std::string_view text) { at_ = sink_.copy(at_, text.data(), text.size()); }
-
-  /// Escapes `bytes`; its first code point counts as the start of a line.
-  void escape(std::string_view bytes) {
-    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-    const std::size_t n = bytes.size();
-    std::uint32_t escaped = escaped_classes(true);
-    const std::size_t i = n > reach ? walk(p, 0, n - reach, n, escaped) : 0;
-    unsigned char tail[2 * reach + 8] = {};
-    std::memcpy(tail, p + i, n - i);
-    walk(tail, 0, n - i, n - i, escaped);
-  }
-
-private:
-  // The size of the fixed-size loads and stores.
-  static constexpr std::size_t block = 16;
-  // How far past its position one step may read: a block, then a unit of up
-  // to 4 bytes starting at most 15 bytes on; when quoting lines, two windows
-  // of four blocks.
-  static constexpr std::size_t window = 2 * block;
-  static constexpr std::size_t wide_window = 4 * block;
-  static constexpr std::size_t reach = Lines ? 2 * wide_window : 2 * block;
-
-  // Escapes from `i` while it is below `stop`, where p[0 .. stop + reach) is
-  // readable and the input's own bytes end at `n`. Returns where it stopped.
-  // `escaped_ref` is escaped_classes(whether the position is the start of a
-  // line), on entry and on return (a combining mark there would combine with
-  // the prefix).
-  std::size_t walk(const unsigned char* p, std::size_t i, std::size_t stop, std::size_t n, std::uint32_t& escaped_ref) {
-    char* at = at_;
-    char* const limit = sink_.limit();
-    std::uint32_t escaped = escaped_ref;
-    while (i < stop) {
-      if (at >= limit) at = sink_.drain(at);
-      if (is_plain_ascii(p[i], Cell)) {
-        // A run: its end is found 16 bytes at a time (the test of each block
-        // is a predicted branch, not a dependency of the next load), then it
-        // is copied at once. A byte that needs escaping does not pay for this.
-        unsigned run = plain_ascii_run16<Cell>(p + i);
-        if constexpr (Lines) {
-          // Prose: a whole block of it, or a line end within the block, is
-          // worth trying whole windows for; a short run between other
-          // characters is not.
-          if (prefix_.size() < block && (run == block || p[i + run] == '\n')) {
-            i = copy_line_blocks(p, i, stop, at, escaped);
-            if (i >= stop) continue;
-            run = plain_ascii_run16<Cell>(p + i);
-          }
-        }
-        std::size_t j = i;
-        if (run == block) {
-          // A long run: four blocks at a time while they lie in what a step
-          // may read, then block by block to its end.
-          // (The reach bound keeps j below `stop`.) The loop below goes on
-          // from the block after the last one known to be plain.
-          j += block;
-          while (j + 4 * block <= stop + reach && all_plain_ascii64<Cell>(p + j)) j += 4 * block;
-          j -= block;
-        }
-        while (run == block) {
-          j += block;
-          if (j >= stop) break;
-          run = plain_ascii_run16<Cell>(p + j);
-        }
-        if (run < block) j += run;
-        const std::size_t length = j - i;
-        if (length <= block) {
-          std::memcpy(at, p + i, block);
-          at += length;
-        } else if (length <= Sink::long_copy) {
-          // In the blocks just scanned, so every block read is readable, and
-          // the last one ends less than a block past the run's end.
-          if (at + length >= limit) at = sink_.drain(at);
-          for (std::size_t k = 0; k < length; k += block) std::memcpy(at + k, p + i + k, block);
-          at += length;
-        } else {
-          at = sink_.copy(at, p + i, length);
-        }
-        i = j;
-        if (length != 0) escaped = escaped_classes(false);
-        if (run == block || i >= n) continue;  // a run up to `stop`, or the end of the input
-        if (at >= limit) at = sink_.drain(at);
-      }
-      if constexpr (Lines) {
-        if (p[i] == '\n') {
-          if (prefix_.size() < block) {
-            std::memcpy(at, line_break_, block);
-            at += prefix_.size() + 1;
-          } else {
-            *at++ = '\n';
-            at = sink_.copy(at, prefix_.data(), prefix_.size());
-          }
-          ++i;
-          escaped = escaped_classes(true);
-          continue;
-        }
-      }
-      i += escape_unit<AsciiOnly>(p + i, escaped, at);
-      escaped = escaped_classes(false);
-    }
-    at_ = at;
-    escaped_ref = escaped;
-    return i;
-  }
-
-  // Quoting ordinary prose: copies windows of four blocks, or failing that
-  // two or one, of plain text holding at most one LF, each with three
-  // fixed-size stores (the text up to and with the LF, the prefix, the rest),
-  // so that where a line ends costs no branch. Stops at the first block that
-  // is none of these; returns where. REQUIRES: the prefix is shorter than a block.
-  std::size_t copy_line_blocks(const unsigned char* p, std::size_t i, std::size_t stop, char*& at, std::uint32_t& escaped) {
-    const char* const limit = sink_.limit();
-    const std::size_t begin = i;
-    const std::size_t prefix_size = prefix_.size();
-    while (i < stop) {
-      if (at >= limit) at = sink_.drain(at);
-      const LineWindow w = line_window64(p + i);
-      if (w.plain_or_lf && (w.lf & (w.lf - 1)) == 0) {
-        // With no LF, `rest` is the whole window and has_lf keeps the
-        // prefix and the second copy out. (All arithmetic: a branch on
-        // where the LF falls would mispredict once a line.)
-        const auto has_lf = static_cast<std::size_t>(0) - static_cast<std::size_t>((w.lf | (0 - w.lf)) >> 63);
-        const auto rest = static_cast<std::size_t>(__builtin_ctzll(w.lf | (std::uint64_t{1} << 63))) + 1;
-        std::memcpy(at, p + i, wide_window);
-        at += rest;
-        std::memcpy(at, line_break_ + 1, block);
-        at += prefix_size & has_lf;
-        std::memcpy(at, p + i + rest, wide_window);
-        at += (wide_window - rest) & has_lf;
-        i += wide_window;
-        continue;
-      }
-      const LineBlock b = line_block(p + i);
-      if ((b.plain | b.lf) != 0xFFFFu || (b.lf & (b.lf - 1)) != 0) break;
-      const LineBlock next = line_block(p + i + block);
-      const std::uint32_t plain = b.plain | (next.plain << block);
-      const std::uint32_t lf = b.lf | (next.lf << block);
-      if ((plain | lf) == 0xFFFFFFFFu && (lf & (lf - 1)) == 0) {
-        const auto lf_at = static_cast<std::size_t>(std::countr_zero(std::uint64_t{lf} | (std::uint64_t{1} << window)));  // 32 when there is none
-        const std::size_t has_lf = 0 - (lf_at >> 5 ^ 1);
-        const std::size_t rest = lf_at + 1 - (lf_at >> 5);
-        std::memcpy(at, p + i, window);
-        at += rest;
-        std::memcpy(at, line_break_ + 1, block);
-        at += prefix_size & has_lf;
-        std::memcpy(at, p + i + rest, window);
-        at += (window - rest) & has_lf;
-        i += window;
-        continue;
-      }
-      const auto lf_at = static_cast<std::size_t>(__builtin_ctz(b.lf | 0x10000u));  // 16 when there is none
-      const std::size_t has_lf = 0 - (lf_at >> 4 ^ 1);                               // all ones when there is one
-      const std::size_t rest = lf_at + 1 - (lf_at >> 4);                             // bytes up to and with the LF, or 16
-      std::memcpy(at, p + i, block);
-      at += rest;
-      std::memcpy(at, line_break_ + 1, block);
-      at += prefix_size & has_lf;
-      std::memcpy(at, p + i + rest, block);
-      at += (block - rest) & has_lf;
-      i += block;
-    }
-    if (i > begin) escaped = escaped_classes(p[i - 1] == '\n');
-    return i;
-  }
-
-  Sink sink_;
-  char* at_;
-  std::string_view prefix_;
-  // LF and the prefix, when they fit one block; read as a block from either
-  // its start or the prefix's.
-  char line_break_[block + 1] = {};
-};
-
 }  // namespace
 
-void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
-  out.reserve(out.size() + bytes.size() + 8);
-  const bool cell = context == EscapeContext::cell;
-  if (cell && ascii_only) Escaper<true, false, true>(out, {}).escape(bytes);
-  else if (cell) Escaper<true, false, false>(out, {}).escape(bytes);
-  else if (ascii_only) Escaper<false, false, true>(out, {}).escape(bytes);
-  else Escaper<false, false, false>(out, {}).escape(bytes);
-}
+// The portable kernel: what the build targets, on every machine.
+namespace portable {
+#define RAWTOOL_ESCAPE_KERNEL_BMI2 0
+#include "escape_kernel.inc"
+#undef RAWTOOL_ESCAPE_KERNEL_BMI2
+}  // namespace portable
+
+#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
+// The same loops for x86-64 processors with AVX2, BMI1 and BMI2 (Intel from
+// 2013 on, AMD from 2015 on): three-operand vector instructions, shifts by a
+// register without the CL dance, and PEXT to gather a code point's bits.
+// Only this namespace is compiled for them; what it calls from elsewhere is
+// inlined into it or stays portable code.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,bmi,bmi2,popcnt"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,bmi,bmi2,popcnt")
+#endif
+namespace avx2_bmi2 {
+#define RAWTOOL_ESCAPE_KERNEL_BMI2 1
+#include "escape_kernel.inc"
+#undef RAWTOOL_ESCAPE_KERNEL_BMI2
+}  // namespace avx2_bmi2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
 
 namespace {
 
-template <bool AsciiOnly>
-void quote_lines_as(std::string& out, std::string_view bytes, std::string_view prefix) {
-  Escaper<false, true, AsciiOnly> escaper(out, prefix);
-  escaper.write(prefix);
-  escaper.escape(bytes);
-  escaper.write("\n");
+// Which kernel this machine runs. PEXT is microcoded, and slow, on AMD
+// processors before Zen 3, so those keep the portable kernel.
+EscapeKernel choose_kernel() noexcept {
+#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
+  if (escape_kernel_runs_here(EscapeKernel::avx2_bmi2) && (!__builtin_cpu_is("amd") || __builtin_cpu_is("znver3"))) return EscapeKernel::avx2_bmi2;
+#endif
+  return EscapeKernel::portable;
 }
 
 }  // namespace
 
-void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
+bool escape_kernel_runs_here(EscapeKernel kernel) noexcept {
+  switch (kernel) {
+    case EscapeKernel::portable:
+      return true;
+    case EscapeKernel::avx2_bmi2:
+#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+EscapeKernel escape_kernel() noexcept {
+  static const EscapeKernel selected = choose_kernel();
+  return selected;
+}
+
+void escape_bytes_with(EscapeKernel kernel, std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
+  out.reserve(out.size() + bytes.size() + 8);
+#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
+  if (kernel == EscapeKernel::avx2_bmi2) return avx2_bmi2::escape_bytes(out, bytes, context, ascii_only);
+#endif
+  (void)kernel;
+  portable::escape_bytes(out, bytes, context, ascii_only);
+}
+
+void quote_lines_with(EscapeKernel kernel, std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
   out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
-  if (ascii_only) quote_lines_as<true>(out, bytes, prefix);
-  else quote_lines_as<false>(out, bytes, prefix);
+#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
+  if (kernel == EscapeKernel::avx2_bmi2) return avx2_bmi2::quote_lines(out, bytes, prefix, ascii_only);
+#endif
+  (void)kernel;
+  portable::quote_lines(out, bytes, prefix, ascii_only);
+}
+
+void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
+  escape_bytes_with(escape_kernel(), out, bytes, context, ascii_only);
+}
+
+void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
+  quote_lines_with(escape_kernel(), out, bytes, prefix, ascii_only);
 }
 
 }  // namespace rawtool::render::detail
