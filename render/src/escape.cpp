@@ -84,10 +84,6 @@ constexpr std::array<Lead, 256> make_leads() {
 }
 constexpr auto leads = make_leads();
 
-// The bits of a code point in the four bytes from its lead read big-endian,
-// by the sequence's length.
-constexpr std::uint32_t payload_bits[5] = {0, 0, 0x1F3F0000u, 0x0F3F3F00u, 0x073F3F3Fu};
-
 // How a code point escape is laid out, by the index of the code point's
 // highest set bit once bit 15 is set (15 to 20): the digits are written
 // top-aligned in six places, so the code point is shifted up by `shift`; the
@@ -152,6 +148,24 @@ private:
   std::string& out_;
   char buffer_[capacity + slack];
 };
+
+// What the escape loop does at each byte: escape a unit from it, copy a run
+// of plain ASCII, or (when quoting lines) end a line. One load and one
+// predicted branch per unit, where testing the byte took five instructions.
+enum : std::uint8_t { starts_unit = 0, starts_plain = 1, starts_line_end = 2 };
+
+template <bool Cell, bool Lines>
+constexpr std::array<std::uint8_t, 256> make_walk_starts() {
+  std::array<std::uint8_t, 256> table{};
+  for (unsigned b = 0; b < 256; ++b) {
+    if (is_plain_ascii(static_cast<unsigned char>(b), Cell)) table[b] = starts_plain;
+    else if (Lines && b == '\n') table[b] = starts_line_end;
+    else table[b] = starts_unit;
+  }
+  return table;
+}
+template <bool Cell, bool Lines>
+constexpr auto walk_starts = make_walk_starts<Cell, Lines>();
 
 // The class values escape_unit tests as bits.
 static_assert(static_cast<unsigned>(CodePointClass::plain) == 0 && static_cast<unsigned>(CodePointClass::escape) == 1 &&
