@@ -60,7 +60,7 @@ constexpr auto hex_pairs = make_hex_pairs();
 // bytes from it read as one little-endian word.
 // Eight bytes, so that finding a byte's entry is one scaled index.
 struct Lead {
-  std::uint16_t second_ok;      // bit k set: a second byte from 16k to 16k + 15 may follow; zero for a byte that does not lead
+  std::uint16_t second_bad;     // bit k clear: a second byte from 16k to 16k + 15 may follow; all set for a byte that does not lead
   std::uint16_t continuations;  // the high two bits of the third and fourth bytes the sequence holds (each must be 10), as the word's top half
   std::uint8_t payload_mask;    // the lead's bits of the code point
   std::uint8_t shift;           // how far a four-byte assembly of the payloads is too long
@@ -75,10 +75,10 @@ static_assert(sizeof(Lead) == 8);
 constexpr std::array<Lead, 256> make_leads() {
   std::array<Lead, 256> table{};
   for (unsigned b = 0; b < 256; ++b) {
-    if (b >= 0xC2 && b <= 0xDF) table[b] = {0x0F00, 0, 0x1F, 12, 2, 0xFF};
-    else if (b >= 0xE0 && b <= 0xEF) table[b] = {static_cast<std::uint16_t>(b == 0xE0 ? 0x0C00 : b == 0xED ? 0x0300 : 0x0F00), 0x00C0, 0x0F, 6, 3, 0xFF};
-    else if (b >= 0xF0 && b <= 0xF4) table[b] = {static_cast<std::uint16_t>(b == 0xF0 ? 0x0E00 : b == 0xF4 ? 0x0100 : 0x0F00), 0xC0C0, 0x07, 0, 4, 0xFF};
-    else table[b] = {0, 0, 0, 0, 1, 0};
+    if (b >= 0xC2 && b <= 0xDF) table[b] = {0xF0FF, 0, 0x1F, 12, 2, 0xFF};
+    else if (b >= 0xE0 && b <= 0xEF) table[b] = {static_cast<std::uint16_t>(b == 0xE0 ? 0xF3FF : b == 0xED ? 0xFCFF : 0xF0FF), 0x00C0, 0x0F, 6, 3, 0xFF};
+    else if (b >= 0xF0 && b <= 0xF4) table[b] = {static_cast<std::uint16_t>(b == 0xF0 ? 0xF1FF : b == 0xF4 ? 0xFEFF : 0xF0FF), 0xC0C0, 0x07, 0, 4, 0xFF};
+    else table[b] = {0xFFFF, 0, 0, 0, 1, 0};
   }
   return table;
 }
