@@ -9,6 +9,7 @@
 #include <rawtool/render/json.hpp>
 #include <rawtool/render/rows.hpp>
 
+#include "detail/escape.hpp"
 #include "oracle.hpp"
 #include "untrusted_bytes.hpp"
 
@@ -22,6 +23,7 @@
 namespace {
 
 using rawtool::Untrusted;
+using rawtool::render::detail::EscapeKernel;
 using rawtool::test::bytes_of;
 
 [[noreturn]] void violated(const char* what, const std::string& detail = {}) {
@@ -213,6 +215,22 @@ void check_escape(FuzzedDataProvider& in, const rawtool::render::RenderOptions& 
     expect(rawtool::test::decode_escapes(out) == bytes, "decode(escape(x)) != x");
     if (options.ascii_only)
       for (char c : out) expect(static_cast<unsigned char>(c) < 0x80, "ascii-only output holds a non-ASCII byte");
+    // Every escape kernel this machine runs writes the same bytes.
+    for (auto kernel : {EscapeKernel::portable, EscapeKernel::avx2_bmi2}) {
+      if (!rawtool::render::detail::escape_kernel_runs_here(kernel)) continue;
+      std::string other;
+      rawtool::render::detail::escape_bytes_with(kernel, other, bytes, context, options.ascii_only);
+      expect(other == out, "two escape kernels disagree on a value");
+    }
+  }
+  // And on quoted lines.
+  std::string quoted;
+  rawtool::render::detail::quote_lines(quoted, bytes, "> ", options.ascii_only);
+  for (auto kernel : {EscapeKernel::portable, EscapeKernel::avx2_bmi2}) {
+    if (!rawtool::render::detail::escape_kernel_runs_here(kernel)) continue;
+    std::string other;
+    rawtool::render::detail::quote_lines_with(kernel, other, bytes, "> ", options.ascii_only);
+    expect(other == quoted, "two escape kernels disagree on quoted lines");
   }
 }
 
