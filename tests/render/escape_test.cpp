@@ -358,12 +358,6 @@ TEST_CASE("escaping writes exactly what the per-code-point definition writes", "
   for (int b = 0; b < 256; ++b) check_against_reference(std::string(1, static_cast<char>(b)));
 }
 
-TEST_CASE("the kernel the renderer uses is one this machine runs, and the portable one always is", "[render][escape]") {
-  using namespace rawtool::render::detail;
-  CHECK(escape_kernel_runs_here(EscapeKernel::portable));
-  CHECK(escape_kernel_runs_here(escape_kernel()));
-}
-
 TEST_CASE("a run's end is found at every offset of a sixteen-byte block", "[render][escape]") {
   // One byte or sequence that ends a plain run, at every offset of the first
   // three blocks of a run of plain text, in each context.
