@@ -460,7 +460,10 @@ TEST_CASE("the block scans count plain ASCII exactly as the byte-by-byte definit
   }
 }
 
-TEST_CASE("the line window scan marks every byte value at every offset of its 64 bytes as the definition does", "[render][escape]") {
+TEST_CASE("the 64-byte scans mark every byte value at every offset as the byte-by-byte definition does", "[render][escape]") {
+  // The four-block test of a long plain run, in both contexts, and the line
+  // window quoting reads: whether all is plain or LF, and where each LF is
+  // (with a second LF at every other offset too).
   using namespace rawtool::render::detail;
   for (unsigned value = 0; value < 256; ++value) {
     for (unsigned at = 0; at < 64; ++at) {
@@ -468,10 +471,13 @@ TEST_CASE("the line window scan marks every byte value at every offset of its 64
       std::fill(std::begin(window), std::end(window), static_cast<unsigned char>('w'));
       window[at] = static_cast<unsigned char>(value);
       INFO("byte " << value << " at " << at);
+      for (bool cell : {false, true}) {
+        INFO((cell ? "in a cell" : "in a line"));
+        REQUIRE((cell ? all_plain_ascii64<true>(window) : all_plain_ascii64<false>(window)) == is_plain_ascii(static_cast<unsigned char>(value), cell));
+      }
       const LineWindow w = line_window64(window);
       REQUIRE(w.plain_or_lf == (value == '\n' || is_plain_ascii(static_cast<unsigned char>(value), false)));
       REQUIRE(w.lf == (value == '\n' ? std::uint64_t{1} << at : 0));
-      // A second LF at every other offset is marked too.
       for (unsigned other = 0; other < 64; ++other) {
         if (other == at) continue;
         window[other] = '\n';
@@ -479,21 +485,6 @@ TEST_CASE("the line window scan marks every byte value at every offset of its 64
         REQUIRE(two.lf == ((std::uint64_t{1} << other) | (value == '\n' ? std::uint64_t{1} << at : 0)));
         REQUIRE(two.plain_or_lf == w.plain_or_lf);
         window[other] = 'w';
-      }
-    }
-  }
-}
-
-TEST_CASE("the four-block scan finds a byte that is not plain at every offset of its 64 bytes", "[render][escape]") {
-  using namespace rawtool::render::detail;
-  for (unsigned value = 0; value < 256; ++value) {
-    for (unsigned at = 0; at < 64; ++at) {
-      unsigned char blocks[64];
-      std::fill(std::begin(blocks), std::end(blocks), static_cast<unsigned char>('a'));
-      blocks[at] = static_cast<unsigned char>(value);
-      for (bool cell : {false, true}) {
-        INFO("byte " << value << " at " << at << (cell ? " in a cell" : " in a line"));
-        REQUIRE((cell ? all_plain_ascii64<true>(blocks) : all_plain_ascii64<false>(blocks)) == is_plain_ascii(static_cast<unsigned char>(value), cell));
       }
     }
   }
