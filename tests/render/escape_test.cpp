@@ -349,6 +349,20 @@ const std::vector<std::string> run_enders = {
     "\xf3\xa0\x81\xa7"s, "\xf4\x90\x80\x80"s, "\xe2\x82"s, "\xf0\x9f\x98"s, "\xf0\x9f"s,
 };
 
+// Calls check(bytes, value, at) with N bytes of plain text ('a') holding
+// `value` at `at`, for every byte value at every offset.
+template <std::size_t N, typename Check>
+void each_byte_at_each_offset(Check check) {
+  for (unsigned value = 0; value < 256; ++value) {
+    for (unsigned at = 0; at < N; ++at) {
+      unsigned char bytes[N];
+      std::fill(std::begin(bytes), std::end(bytes), static_cast<unsigned char>('a'));
+      bytes[at] = static_cast<unsigned char>(value);
+      check(bytes, value, at);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("escaping writes exactly what the per-code-point definition writes", "[render][escape]") {
@@ -441,23 +455,18 @@ TEST_CASE("the block scans count plain ASCII exactly as the byte-by-byte definit
   // both contexts, for the portable word-at-a-time scan and the one the
   // escape loop uses; and the LF and plain masks the line quoting reads.
   using namespace rawtool::render::detail;
-  for (unsigned value = 0; value < 256; ++value) {
-    for (unsigned at = 0; at < 16; ++at) {
-      unsigned char block[16];
-      std::fill(std::begin(block), std::end(block), static_cast<unsigned char>('a'));
-      block[at] = static_cast<unsigned char>(value);
-      for (bool cell : {false, true}) {
-        unsigned expected = 0;
-        while (expected < 16 && is_plain_ascii(block[expected], cell)) ++expected;
-        INFO("byte " << value << " at " << at << (cell ? " in a cell" : " in a line"));
-        REQUIRE((cell ? plain_ascii_run16_words<true>(block) : plain_ascii_run16_words<false>(block)) == expected);
-        REQUIRE((cell ? plain_ascii_run16<true>(block) : plain_ascii_run16<false>(block)) == expected);
-      }
-      const LineBlock masks = line_block(block);
-      REQUIRE(masks.lf == (value == '\n' ? 1u << at : 0u));
-      REQUIRE(masks.plain == (is_plain_ascii(static_cast<unsigned char>(value), false) ? 0xFFFFu : 0xFFFFu & ~(1u << at)));
+  each_byte_at_each_offset<16>([](const unsigned char* block, unsigned value, unsigned at) {
+    for (bool cell : {false, true}) {
+      unsigned expected = 0;
+      while (expected < 16 && is_plain_ascii(block[expected], cell)) ++expected;
+      INFO("byte " << value << " at " << at << (cell ? " in a cell" : " in a line"));
+      REQUIRE((cell ? plain_ascii_run16_words<true>(block) : plain_ascii_run16_words<false>(block)) == expected);
+      REQUIRE((cell ? plain_ascii_run16<true>(block) : plain_ascii_run16<false>(block)) == expected);
     }
-  }
+    const LineBlock masks = line_block(block);
+    REQUIRE(masks.lf == (value == '\n' ? 1u << at : 0u));
+    REQUIRE(masks.plain == (is_plain_ascii(static_cast<unsigned char>(value), false) ? 0xFFFFu : 0xFFFFu & ~(1u << at)));
+  });
 }
 
 TEST_CASE("the 64-byte scans mark every byte value at every offset as the byte-by-byte definition does", "[render][escape]") {
@@ -465,27 +474,23 @@ TEST_CASE("the 64-byte scans mark every byte value at every offset as the byte-b
   // window quoting reads: whether all is plain or LF, and where each LF is
   // (with a second LF at every other offset too).
   using namespace rawtool::render::detail;
-  for (unsigned value = 0; value < 256; ++value) {
-    for (unsigned at = 0; at < 64; ++at) {
-      unsigned char window[64];
-      std::fill(std::begin(window), std::end(window), static_cast<unsigned char>('w'));
-      window[at] = static_cast<unsigned char>(value);
-      INFO("byte " << value << " at " << at);
-      for (bool cell : {false, true}) {
-        INFO((cell ? "in a cell" : "in a line"));
-        REQUIRE((cell ? all_plain_ascii64<true>(window) : all_plain_ascii64<false>(window)) == is_plain_ascii(static_cast<unsigned char>(value), cell));
-      }
-      const LineWindow w = line_window64(window);
-      REQUIRE(w.plain_or_lf == (value == '\n' || is_plain_ascii(static_cast<unsigned char>(value), false)));
-      REQUIRE(w.lf == (value == '\n' ? std::uint64_t{1} << at : 0));
-      for (unsigned other = 0; other < 64; ++other) {
-        if (other == at) continue;
-        window[other] = '\n';
-        const LineWindow two = line_window64(window);
-        REQUIRE(two.lf == ((std::uint64_t{1} << other) | (value == '\n' ? std::uint64_t{1} << at : 0)));
-        REQUIRE(two.plain_or_lf == w.plain_or_lf);
-        window[other] = 'w';
-      }
+  each_byte_at_each_offset<64>([](unsigned char* window, unsigned value, unsigned at) {
+    INFO("byte " << value << " at " << at);
+    for (bool cell : {false, true}) {
+      INFO((cell ? "in a cell" : "in a line"));
+      REQUIRE((cell ? all_plain_ascii64<true>(window) : all_plain_ascii64<false>(window)) == is_plain_ascii(static_cast<unsigned char>(value), cell));
     }
-  }
+    const LineWindow w = line_window64(window);
+    REQUIRE(w.plain_or_lf == (value == '\n' || is_plain_ascii(static_cast<unsigned char>(value), false)));
+    REQUIRE(w.lf == (value == '\n' ? std::uint64_t{1} << at : 0));
+    for (unsigned other = 0; other < 64; ++other) {
+      if (other == at) continue;
+      const unsigned char was = window[other];
+      window[other] = '\n';
+      const LineWindow two = line_window64(window);
+      REQUIRE(two.lf == ((std::uint64_t{1} << other) | (value == '\n' ? std::uint64_t{1} << at : 0)));
+      REQUIRE(two.plain_or_lf == w.plain_or_lf);
+      window[other] = was;
+    }
+  });
 }
