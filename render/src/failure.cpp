@@ -69,7 +69,11 @@ nlohmann::json condition_json(std::string_view code) {
 
 std::size_t shown_untrusted_bytes(const Failure& f, const RenderOptions& options) {
   std::size_t total = 0;
-  for (const auto& field : prose_fields(f)) total += field.value->size();
+  if (f.withheld) {
+    total += static_cast<std::size_t>(f.withheld->bytes);
+  } else {
+    for (const auto& field : prose_fields(f)) total += field.value->size();
+  }
   total += detail::notice_bytes(f.notices);
   if (options.show_statement) total += f.statement.size();
   return total;
@@ -99,9 +103,13 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
   t += fmt::format("rawtool: refusal; reason={}; path={}; engine={}; database={}", refusal_reason_name(reason), detail::path_text(provenance),
                    engine_name(provenance.engine), provenance.database_label);
   if (code_ok) t += fmt::format("; sqlstate={}", sqlstate_text(code));
-  t += fmt::format("; untrusted_bytes={}; rendered_bytes={}; budget={}; withheld_sha256={}\n", untrusted_bytes,
+  t += fmt::format("; untrusted_bytes={}; rendered_bytes={}; budget={}; withheld_sha256={}", untrusted_bytes,
                    rendered_bytes ? fmt::format("{}", *rendered_bytes) : std::string("not rendered"), options.budget, digest);
-  t += "rawtool: none of the reply's text is shown, shortened or cleaned up; the server log holds it under withheld_sha256.\n";
+  if (f.rows_before_failure != 0) t += fmt::format("; rows_before_failure={}", f.rows_before_failure);
+  t += '\n';
+  t += f.withheld ? "rawtool: none of the reply's text is shown, shortened or cleaned up; the server log holds the start of each field "
+                    "and the digest of all of it under withheld_sha256.\n"
+                  : "rawtool: none of the reply's text is shown, shortened or cleaned up; the server log holds it under withheld_sha256.\n";
 
   nlohmann::json& s = r.structured;
   s = {
@@ -115,6 +123,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
       {"rendered_bytes", rendered_bytes ? nlohmann::json(*rendered_bytes) : nlohmann::json(nullptr)},
       {"budget", options.budget},
       {"withheld_sha256", digest},
+      {"rows_before_failure", f.rows_before_failure},
   };
   detail::add_provenance(s, provenance);
   return r;
@@ -123,6 +132,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
 }  // namespace
 
 std::string withheld_sha256(const Failure& f) {
+  if (f.withheld) return f.withheld->sha256;  // the driver kept too little to hash: it hashed the full fields
   detail::Sha256 h;
   h.update_field(bytes(f.severity));
   h.update_field(bytes(f.sqlstate));
@@ -137,6 +147,12 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
     return refuse(f, provenance, options, RefusalReason::internal, "a certified query's failure never shows database text", std::nullopt);
   if (auto problem = header_problem(f); !problem.empty())
     return refuse(f, provenance, options, RefusalReason::bad_header_field, problem + ", so it cannot stand in a line rawtool writes", std::nullopt);
+  if (f.withheld)
+    return refuse(f, provenance, options, RefusalReason::limit,
+                  fmt::format("the reply's text is {} bytes, more than the connection keeps (its max_bytes limit), and rawtool does not "
+                              "shorten replies",
+                              f.withheld->bytes),
+                  std::nullopt);
   // Escaping never shortens: when the shown bytes alone pass the budget, the
   // rendering would too, and rendering it would only cost time and memory.
   if (shown_untrusted_bytes(f, options) > options.budget)
@@ -159,7 +175,11 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   if (f.internal_position) t += fmt::format("; internal_position={}", *f.internal_position);
   if (!f.notices.empty()) t += fmt::format("; notices={}", f.notices.size());
   if (f.notices_withheld != 0) t += fmt::format("; notices_withheld={}", f.notices_withheld);
+  if (f.rows_before_failure != 0) t += fmt::format("; rows_before_failure={}", f.rows_before_failure);
   t += '\n';
+  if (f.rows_before_failure != 0)
+    t += fmt::format("rawtool: the statement sent {} row{} before it failed; rows that come before a failure are counted, not shown.\n",
+                     f.rows_before_failure, f.rows_before_failure == 1 ? "" : "s");
   if (f.notices_withheld != 0)
     t += fmt::format("rawtool: {} more notice{} the statement raised {} not kept: {} would have passed the byte limit.\n", f.notices_withheld,
                      f.notices_withheld == 1 ? "" : "s", f.notices_withheld == 1 ? "was" : "were", f.notices_withheld == 1 ? "it" : "they");
@@ -200,6 +220,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   untrusted["notices"] = detail::notices_json(f.notices);
   s["untrusted"] = std::move(untrusted);
   s["notices_withheld"] = f.notices_withheld;
+  s["rows_before_failure"] = f.rows_before_failure;
   detail::add_provenance(s, provenance);
   return r;
 }
@@ -215,7 +236,9 @@ nlohmann::json failure_log_record(const Failure& f) {
       {"statement", to_json(f.statement)},
       {"withheld_sha256", withheld_sha256(f)},
       {"notices_withheld", f.notices_withheld},
+      {"rows_before_failure", f.rows_before_failure},
   };
+  if (f.withheld) record["withheld"] = {{"bytes", f.withheld->bytes}, {"sha256", f.withheld->sha256}, {"prefix_bytes_per_field", Failure::failure_prefix_bytes}};
   for (const auto& field : prose_fields(f)) record[std::string(field.member)] = to_json(*field.value);
   nlohmann::json notices = nlohmann::json::array();
   for (const auto& n : f.notices) {

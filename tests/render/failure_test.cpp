@@ -306,3 +306,41 @@ TEST_CASE("notices the byte limit kept out of a failure are counted on both surf
   CHECK(none.text.find("notices_withheld") == std::string::npos);
   CHECK(none.structured["notices_withheld"] == 0);
 }
+
+TEST_CASE("rows sent before a failure are counted in the header, in a line of rawtool's and in the structured surface",
+          "[render][failure]") {
+  Failure f = sample_failure();
+  f.rows_before_failure = 2;
+  const auto r = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+  REQUIRE_FALSE(r.refused);
+  CHECK(first_line(r.text).find("; rows_before_failure=2") != std::string::npos);
+  CHECK(r.text.find("\nrawtool: the statement sent 2 rows before it failed; rows that come before a failure are counted, "
+                    "not shown.\n") != std::string::npos);
+  CHECK(r.structured["rows_before_failure"] == 2);
+  CHECK(rawtool::test::text_surface_problems(r.text).empty());
+  f.rows_before_failure = 0;
+  const auto none = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+  CHECK(none.text.find("rows_before_failure") == std::string::npos);
+  CHECK(none.structured["rows_before_failure"] == 0);
+}
+
+TEST_CASE("a failure the driver withheld for its size is refused with its size and digest, and shows none of its prefix",
+          "[render][failure]") {
+  Failure f = sample_failure();
+  f.message = Untrusted("EEEE-prefix-kept-for-the-log"s);
+  f.withheld = Failure::Withheld{200000000, std::string(64, 'a')};
+  RenderOptions options;
+  options.budget = 64 * 1024 * 1024;  // even a budget that would fit the prefix does not show it
+  const auto r = rawtool::render::render_failure(f, raw_provenance(), options);
+  REQUIRE(r.refused);
+  CHECK(r.structured["reason"] == "limit");
+  CHECK(r.structured["withheld_sha256"] == std::string(64, 'a'));
+  CHECK(r.structured["untrusted_bytes"].get<std::uint64_t>() >= 200000000);
+  CHECK(r.text.find("prefix-kept") == std::string::npos);
+  CHECK(r.structured.dump().find("prefix-kept") == std::string::npos);
+  CHECK(r.text.find("200000000 bytes") != std::string::npos);
+  CHECK(rawtool::render::withheld_sha256(f) == std::string(64, 'a'));
+  const auto record = rawtool::render::failure_log_record(f);
+  CHECK(record["withheld"]["bytes"] == 200000000);
+  CHECK(record["withheld"]["sha256"] == std::string(64, 'a'));
+}

@@ -60,6 +60,29 @@ struct Failure {
   std::uint64_t notices_withheld = 0;
   /// The caller's statement, when the surface is asked to show it; empty otherwise.
   Untrusted statement;
+  /// Rows the statement sent before it failed (PostgreSQL can send rows and
+  /// then an error; a SQLite statement can step rows and then fail). They are
+  /// not kept, and they are counted so that none vanishes unmentioned.
+  std::uint64_t rows_before_failure = 0;
+  /// Set when the failure's text was too large to keep: its fields together
+  /// passed the connection's byte limit (Limits::max_bytes). Then each field
+  /// above holds at most its first failure_prefix_bytes bytes, for the
+  /// operator's log only, and the renderer refuses the failure without showing
+  /// any of it. Memory for a failure is bounded this way, whatever the
+  /// statement raises.
+  struct Withheld {
+    std::uint64_t bytes = 0;  ///< the full size of the fields, summed
+    /// Lower-case hex SHA-256 of the full fields, as render::withheld_sha256
+    /// computes it for the same failure with no statement and no notices:
+    /// each field as an 8-byte big-endian length followed by its bytes, in
+    /// this order: severity, sqlstate, message, detail, hint, context,
+    /// internal_query, schema, table, column, datatype, constraint, and an
+    /// empty statement.
+    std::string sha256;
+  };
+  std::optional<Withheld> withheld;
+  /// How much of each field a withheld failure keeps.
+  static constexpr std::size_t failure_prefix_bytes = 1024;
 };
 
 /// One column of a result.

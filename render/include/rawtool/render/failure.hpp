@@ -14,7 +14,11 @@ namespace rawtool::render {
 /// fresh random nonce; each non-empty untrusted field under a label the
 /// renderer writes, quoted per line with "> "; the closing marker.
 ///
-/// Refuses (Rendered::refused) when a code fails its grammar (SQLSTATE
+/// Rows the statement sent before it failed are counted in the header
+/// (`rows_before_failure=N`) and in a line of rawtool's own, never shown.
+///
+/// Refuses (Rendered::refused) when the driver withheld the failure's text for
+/// its size (Failure::withheld; reason `limit`), when a code fails its grammar (SQLSTATE
 /// ^[0-9A-Z]{5}$, severity in ERROR FATAL PANIC WARNING NOTICE DEBUG INFO LOG,
 /// SQLite code defined by sqlite3.h; for the failure and for every notice),
 /// when the text would exceed options.budget, when the post-render self-check
@@ -34,7 +38,9 @@ Rendered render_failure(const Failure& failure, const Provenance& provenance, co
 /// followed by its bytes, in this order: severity, sqlstate, message, detail,
 /// hint, context, internal_query, schema, table, column, datatype, constraint,
 /// statement; then for each notice in order: severity, sqlstate, message,
-/// detail, hint, context. It does not depend on the render options.
+/// detail, hint, context. It does not depend on the render options. For a
+/// failure the driver withheld (Failure::withheld), it is the driver's digest
+/// of the full fields instead, the bytes no longer being at hand.
 std::string withheld_sha256(const Failure& failure);
 
 /// The failure as a JSON object for the server log: every field, untrusted
