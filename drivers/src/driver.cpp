@@ -10,6 +10,26 @@ std::string_view access_mode_name(AccessMode mode) noexcept {
   return "unknown";
 }
 
+std::string_view hazard_kind_name(HazardKind kind) noexcept {
+  switch (kind) {
+    case HazardKind::superuser: return "superuser";
+    case HazardKind::server_files: return "server_files";
+    case HazardKind::server_program: return "server_program";
+    case HazardKind::replication: return "replication";
+    case HazardKind::signal_any_backend: return "signal_any_backend";
+    case HazardKind::server_state_function: return "server_state_function";
+    case HazardKind::server_file_function: return "server_file_function";
+    case HazardKind::logical_message: return "logical_message";
+    case HazardKind::remote_connection: return "remote_connection";
+    case HazardKind::foreign_server: return "foreign_server";
+    case HazardKind::signal_same_role: return "signal_same_role";
+    case HazardKind::transaction_ids: return "transaction_ids";
+    case HazardKind::shared_role: return "shared_role";
+    case HazardKind::prepared_transactions: return "prepared_transactions";
+  }
+  return "unknown";
+}
+
 namespace {
 
 bool starts_with(std::string_view text, std::string_view prefix) noexcept {

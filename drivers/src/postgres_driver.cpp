@@ -42,6 +42,7 @@
 // If anything is left over all the same (an open transaction, a failed
 // cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
 // a connection that cannot be cleaned is dropped.
+#include "detail/postgres_audit.hpp"
 #include "detail/row_budget.hpp"
 
 #include <rawtool/driver.hpp>
@@ -51,6 +52,8 @@
 #include <pqxx/connection_base>
 #include <pqxx/connectionpolicy>
 #include <pqxx/except>
+
+#include <openssl/evp.h>
 
 #include <poll.h>
 
@@ -86,6 +89,26 @@ constexpr Oid float8_oid = 701;
 /// own, and again before it gives the connection up.
 constexpr milliseconds client_grace{2000};
 
+/// How long a session's audit stands before it is asked again (see PostgresOptions).
+constexpr std::chrono::seconds audit_lifetime{60};
+
+/// How often a backend running a statement checks that its client is still
+/// there (client_connection_check_interval, PostgreSQL 14 and later): a backend
+/// whose statement ignores cancellation then ends soon after rawtool drops its
+/// connection, even when ending it from a second connection is not possible.
+constexpr milliseconds client_check_interval{1000};
+
+/// A call that received a protocol message larger than this drops its
+/// connection afterwards: libpq keeps its input buffer at the largest message
+/// it has read, and only closing the connection gives that memory back.
+constexpr std::uint64_t keep_connection_below_bytes = 8 * 1024 * 1024;
+
+/// The advisory lock that marks a read-only transaction rawtool opened, taken
+/// as (this key, the backend's pid) when the server allows prepared
+/// transactions: a transaction a statement prepared keeps its locks, so the
+/// mark finds it in pg_locks.
+constexpr std::int32_t transaction_mark_key = 1920298076;
+
 Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
 
 Untrusted text_of(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
@@ -111,6 +134,66 @@ struct ResultDeleter {
   void operator()(PGresult* result) const noexcept { PQclear(result); }
 };
 using Result = std::unique_ptr<PGresult, ResultDeleter>;
+
+struct ConnectionDeleter {
+  void operator()(PGconn* conn) const noexcept { PQfinish(conn); }
+};
+
+/// The length a bytea value's text form decodes to, without decoding it: the
+/// byte cap is checked before anything is copied. Hex form ("\x" and two
+/// digits a byte) or the escape form ("\\" and "\ooo" a byte each).
+std::size_t bytea_length(const char* text, std::size_t length) {
+  if (length >= 2 && text[0] == '\\' && text[1] == 'x') return (length - 2) / 2;
+  std::size_t decoded = 0;
+  for (std::size_t i = 0; i < length; ++decoded) {
+    if (text[i] != '\\') {
+      ++i;
+    } else if (i + 1 < length && text[i + 1] == '\\') {
+      i += 2;
+    } else {
+      i += 4;
+    }
+  }
+  return decoded;
+}
+
+/// SHA-256 over fields, each framed as an 8-byte big-endian length and its
+/// bytes (the framing Failure::Withheld documents).
+class FieldDigest {
+public:
+  FieldDigest() : context_(EVP_MD_CTX_new()) {
+    ok_ = context_ != nullptr && EVP_DigestInit_ex(context_, EVP_sha256(), nullptr) == 1;
+  }
+  ~FieldDigest() { EVP_MD_CTX_free(context_); }
+  FieldDigest(const FieldDigest&) = delete;
+  FieldDigest& operator=(const FieldDigest&) = delete;
+
+  void add(std::string_view field) {
+    unsigned char length[8];
+    std::uint64_t size = field.size();
+    for (int i = 7; i >= 0; --i) {
+      length[i] = static_cast<unsigned char>(size & 0xFFU);
+      size >>= 8U;
+    }
+    ok_ = ok_ && EVP_DigestUpdate(context_, length, sizeof length) == 1 &&
+          EVP_DigestUpdate(context_, field.data(), field.size()) == 1;
+  }
+
+  /// Lower-case hex; empty when the digest could not be computed.
+  std::string hex() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    if (!ok_ || EVP_DigestFinal_ex(context_, digest, &length) != 1) return {};
+    std::string out;
+    out.reserve(length * 2);
+    for (unsigned int i = 0; i < length; ++i) out += fmt::format("{:02x}", digest[i]);
+    return out;
+  }
+
+private:
+  EVP_MD_CTX* context_;
+  bool ok_ = false;
+};
 
 /// Cancel requests in flight. PQcancel blocks until the server has taken the
 /// request, and a hung server never takes it, so each request runs on a
@@ -235,6 +318,18 @@ public:
     return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
   }
 
+  std::variant<DatabaseReport, Unavailable> inspect() override {
+    if (auto unavailable = connect()) return std::move(*unavailable);
+    std::optional<detail::SessionAudit> audit = detail::audit_session(conn_);
+    if (!audit) {
+      if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
+      return Unavailable{text_of(PQerrorMessage(conn_))};
+    }
+    audit_ = audit;
+    audited_at_ = Clock::now();
+    return std::move(audit->report);
+  }
+
 private:
   enum class Stop { none, deadline_cancel, gave_up, broken, abandoned };
 
@@ -264,7 +359,10 @@ private:
   /// everything a read-only statement can leave behind (see the file comment).
   bool send_read_only_cleanup();
   static constexpr int read_only_cleanup_queries = 3;
-  Failure failure_of(const PGresult* result);
+  /// The database's failure, its fields copied; a failure whose fields pass
+  /// limits.max_bytes keeps a prefix of each and their size and digest
+  /// (Failure::withheld).
+  Failure failure_of(const PGresult* result, const Limits& limits);
   /// The outcome of the statement's error: a cancel or a timeout when it is
   /// one, the database's failure otherwise.
   Outcome error_outcome(const PGresult* result, const Limits& limits, Clock::time_point started);
@@ -275,7 +373,17 @@ private:
   bool read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started);
   void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
   Unavailable broken_connection();
-  bool role_is_privileged();
+  /// The refusal read-only mode answers with on this connection, if any: the
+  /// session's audit, asked when it is missing or older than audit_lifetime.
+  std::optional<Refusal> audit_refusal();
+  /// Ends this connection's backend from a second connection of the same role,
+  /// for a statement that ignored its cancel, then waits for this connection's
+  /// socket to close. True when the backend is known to have ended.
+  bool end_backend();
+  /// After a statement ended rawtool's read-only transaction itself: finds a
+  /// transaction it prepared (by the mark) and rolls it back. The refusal that
+  /// replaces the call's reply, in rawtool's words.
+  Refusal ended_transaction_refusal();
 
   /// The timeouts this connection's session holds, as set_config left them.
   struct SessionTimeouts {
@@ -288,7 +396,8 @@ private:
   std::string conninfo_;
   PostgresOptions options_;
   std::optional<SessionTimeouts> session_timeouts_;  ///< as the last clean call left them; unknown after a reset
-  std::optional<bool> privileged_;  ///< whether the connection's role can write files or run programs
+  std::optional<detail::SessionAudit> audit_;  ///< of this connection's session; see audit_refusal
+  Clock::time_point audited_at_{};
   std::unique_ptr<Session> session_;
   PGconn* conn_ = nullptr;
 
@@ -301,6 +410,10 @@ private:
   Clock::time_point deadline_{};
   Stop stop_ = Stop::none;
   bool cancel_sent_ = false;
+  /// The largest row or error message of the call, in bytes of its fields.
+  std::uint64_t largest_message_ = 0;
+  /// Rows the statement sent, kept or not (for Failure::rows_before_failure).
+  std::uint64_t rows_seen_ = 0;
 
   /// The notices of the statement being run, as they arrive.
   struct NoticeSink {
@@ -353,7 +466,7 @@ void PostgresDriver::disconnect() noexcept {
   session_.reset();
   conn_ = nullptr;
   type_names_.clear();
-  privileged_.reset();
+  audit_.reset();
   session_timeouts_.reset();
 }
 
@@ -393,6 +506,12 @@ void PostgresDriver::send_cancel() noexcept {
 bool PostgresDriver::wait_for_input() {
   for (;;) {
     const auto now = Clock::now();
+    if (cancel_requested_.load() && !cancel_sent_) {
+      // The caller's cancel has been sent (cancel()); a statement that ignores
+      // it is given up after the grace, like one past its deadline.
+      cancel_sent_ = true;
+      deadline_ = std::min(deadline_, now + client_grace);
+    }
     if (now >= deadline_) {
       if (cancel_sent_) {
         stop_ = Stop::gave_up;
@@ -405,8 +524,9 @@ bool PostgresDriver::wait_for_input() {
       continue;
     }
     pollfd socket{PQsocket(conn_), POLLIN, 0};
+    // Woken at least every quarter second to see a cancel from the caller.
     const auto wait = std::chrono::duration_cast<milliseconds>(deadline_ - now).count() + 1;
-    const int ready = poll(&socket, 1, static_cast<int>(std::min<long long>(wait, 60'000)));
+    const int ready = poll(&socket, 1, static_cast<int>(std::min<long long>(wait, 250)));
     if (ready < 0 && errno != EINTR) {
       stop_ = Stop::broken;
       return false;
@@ -477,7 +597,7 @@ Outcome PostgresDriver::error_outcome(const PGresult* result, const Limits& limi
       (stop_ == Stop::deadline_cancel || Clock::now() - started >= limits.statement_timeout)) {
     return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
   }
-  return failure_of(result);
+  return failure_of(result, limits);
 }
 
 bool PostgresDriver::read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started) {
@@ -497,23 +617,42 @@ bool PostgresDriver::read_commit(Outcome& outcome, const Limits& limits, Clock::
   return false;
 }
 
-Failure PostgresDriver::failure_of(const PGresult* result) {
+Failure PostgresDriver::failure_of(const PGresult* result, const Limits& limits) {
   Failure failure;
   failure.engine = Engine::postgresql;
-  failure.severity = error_field(result, PG_DIAG_SEVERITY_NONLOCALIZED);
-  failure.sqlstate = error_field(result, PG_DIAG_SQLSTATE);
-  failure.message = error_field(result, PG_DIAG_MESSAGE_PRIMARY);
-  failure.detail = error_field(result, PG_DIAG_MESSAGE_DETAIL);
-  failure.hint = error_field(result, PG_DIAG_MESSAGE_HINT);
-  failure.context = error_field(result, PG_DIAG_CONTEXT);
+  failure.rows_before_failure = rows_seen_;
   failure.position = position_field(result, PG_DIAG_STATEMENT_POSITION);
-  failure.internal_query = error_field(result, PG_DIAG_INTERNAL_QUERY);
   failure.internal_position = position_field(result, PG_DIAG_INTERNAL_POSITION);
-  failure.schema = error_field(result, PG_DIAG_SCHEMA_NAME);
-  failure.table = error_field(result, PG_DIAG_TABLE_NAME);
-  failure.column = error_field(result, PG_DIAG_COLUMN_NAME);
-  failure.datatype = error_field(result, PG_DIAG_DATATYPE_NAME);
-  failure.constraint = error_field(result, PG_DIAG_CONSTRAINT_NAME);
+  // In the order of Failure::Withheld's digest.
+  const std::pair<int, Untrusted Failure::*> fields[] = {
+      {PG_DIAG_SEVERITY_NONLOCALIZED, &Failure::severity}, {PG_DIAG_SQLSTATE, &Failure::sqlstate},
+      {PG_DIAG_MESSAGE_PRIMARY, &Failure::message},        {PG_DIAG_MESSAGE_DETAIL, &Failure::detail},
+      {PG_DIAG_MESSAGE_HINT, &Failure::hint},              {PG_DIAG_CONTEXT, &Failure::context},
+      {PG_DIAG_INTERNAL_QUERY, &Failure::internal_query},  {PG_DIAG_SCHEMA_NAME, &Failure::schema},
+      {PG_DIAG_TABLE_NAME, &Failure::table},               {PG_DIAG_COLUMN_NAME, &Failure::column},
+      {PG_DIAG_DATATYPE_NAME, &Failure::datatype},         {PG_DIAG_CONSTRAINT_NAME, &Failure::constraint},
+  };
+  std::uint64_t total = 0;
+  for (const auto& [code, member] : fields) {
+    const char* text = PQresultErrorField(result, code);
+    if (text != nullptr) total += std::strlen(text);
+  }
+  largest_message_ = std::max(largest_message_, total);
+  if (total <= limits.max_bytes) {
+    for (const auto& [code, member] : fields) failure.*member = error_field(result, code);
+    return failure;
+  }
+  // Too large to keep: hashed where libpq holds it, and only a prefix of each
+  // field copied, for the operator's log. The renderer refuses it.
+  FieldDigest digest;
+  for (const auto& [code, member] : fields) {
+    const char* text = PQresultErrorField(result, code);
+    const std::string_view field = text == nullptr ? std::string_view() : std::string_view(text);
+    digest.add(field);
+    failure.*member = Untrusted(field.substr(0, Failure::failure_prefix_bytes));
+  }
+  digest.add({});  // the statement, which the driver does not put in a failure
+  failure.withheld = Failure::Withheld{total, digest.hex()};
   return failure;
 }
 
@@ -521,21 +660,6 @@ Unavailable PostgresDriver::broken_connection() {
   Unavailable unavailable{text_of(conn_ != nullptr ? PQerrorMessage(conn_) : nullptr)};
   disconnect();
   return unavailable;
-}
-
-/// Asked once per connection. Membership counts, not only inherited
-/// privileges: a member can SET ROLE inside a DO block. An answer that cannot
-/// be had counts as privileged.
-bool PostgresDriver::role_is_privileged() {
-  if (!privileged_) {
-    Result result(PQexec(conn_,
-                         "SELECT rolsuper OR pg_catalog.pg_has_role(current_user, 'pg_write_server_files', 'MEMBER') "
-                         "OR pg_catalog.pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER') "
-                         "FROM pg_catalog.pg_roles WHERE rolname = current_user"));
-    if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1) return true;
-    privileged_ = std::string_view(PQgetvalue(result.get(), 0, 0)) != "f";
-  }
-  return *privileged_;
 }
 
 /// Reads the caller's statement's results: rows one at a time under the caps,
@@ -567,31 +691,42 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
         if (!budget.has_columns() && budget.open()) take_columns(r);
         if (!budget.open()) {
           budget.offer(0);  // drained after the cap: counted, never kept
+          ++rows_seen_;
           break;
         }
         // The row is built first so the byte cap counts what would be kept
         // (bytea decoded, not its hex text). It is one row: bounded by what
         // libpq already holds.
+        // Sized before anything is copied: a row the caps withhold costs no
+        // copy, so memory stays at what libpq itself holds for one row.
         const int count = PQnfields(r);
-        std::vector<Cell> row(static_cast<std::size_t>(count));
         std::uint64_t row_bytes = 0;
+        std::uint64_t message_bytes = 0;
         for (int c = 0; c < count; ++c) {
           if (PQgetisnull(r, 0, c) == 1) continue;
-          const char* value = PQgetvalue(r, 0, c);
           const auto length = static_cast<std::size_t>(PQgetlength(r, 0, c));
-          Cell& cell = row[static_cast<std::size_t>(c)];
-          if (PQftype(r, c) == bytea_oid) {
-            std::size_t decoded_length = 0;
-            unsigned char* decoded = PQunescapeBytea(reinterpret_cast<const unsigned char*>(value), &decoded_length);
-            if (decoded != nullptr) {
-              cell = Untrusted(reinterpret_cast<const char*>(decoded), decoded_length);
-              PQfreemem(decoded);
-            }
-          }
-          if (!cell) cell = Untrusted(value, length);
-          row_bytes += cell->size();
+          message_bytes += length;
+          row_bytes += PQftype(r, c) == bytea_oid ? bytea_length(PQgetvalue(r, 0, c), length) : length;
         }
+        largest_message_ = std::max(largest_message_, message_bytes);
+        ++rows_seen_;
         if (budget.offer(row_bytes)) {
+          std::vector<Cell> row(static_cast<std::size_t>(count));
+          for (int c = 0; c < count; ++c) {
+            if (PQgetisnull(r, 0, c) == 1) continue;
+            const char* value = PQgetvalue(r, 0, c);
+            const auto length = static_cast<std::size_t>(PQgetlength(r, 0, c));
+            Cell& cell = row[static_cast<std::size_t>(c)];
+            if (PQftype(r, c) == bytea_oid) {
+              std::size_t decoded_length = 0;
+              unsigned char* decoded = PQunescapeBytea(reinterpret_cast<const unsigned char*>(value), &decoded_length);
+              if (decoded != nullptr) {
+                cell = Untrusted(reinterpret_cast<const char*>(decoded), decoded_length);
+                PQfreemem(decoded);
+              }
+            }
+            if (!cell) cell = Untrusted(value, length);
+          }
           budget.keep(std::move(row));
         } else {
           // The rest is not wanted: stop the server producing it, then drain
@@ -678,6 +813,180 @@ void PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<
   }
 }
 
+/// Parameters as libpq takes them: text with a type, or NULL. Values are
+/// never spliced into the statement.
+struct BoundParameters {
+  std::vector<std::string> texts;
+  std::vector<const char*> values;
+  std::vector<Oid> types;
+};
+
+std::variant<BoundParameters, Refusal> bind_parameters(std::span<const Parameter> params) {
+  BoundParameters bound;
+  bound.texts.resize(params.size());
+  bound.values.resize(params.size());
+  bound.types.resize(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (const auto* text = std::get_if<std::string>(&params[i]); text != nullptr && text->find('\0') != std::string::npos) {
+      return refuse(RefusalReason::not_permitted, "A PostgreSQL text parameter cannot contain a NUL byte.");
+    }
+    std::visit(
+        [&](const auto& value) {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, std::monostate>) {
+            bound.values[i] = nullptr;
+            return;
+          } else if constexpr (std::is_same_v<T, std::int64_t>) {
+            bound.texts[i] = fmt::format("{}", value);
+            bound.types[i] = int8_oid;
+          } else if constexpr (std::is_same_v<T, double>) {
+            bound.texts[i] = fmt::format("{}", value);
+            bound.types[i] = float8_oid;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            bound.texts[i] = value ? "true" : "false";
+            bound.types[i] = bool_oid;
+          } else {
+            bound.texts[i] = value;
+          }
+          bound.values[i] = bound.texts[i].c_str();
+        },
+        params[i]);
+  }
+  return bound;
+}
+
+std::optional<Refusal> PostgresDriver::audit_refusal() {
+  if (!audit_ || Clock::now() - audited_at_ >= audit_lifetime) {
+    audit_ = detail::audit_session(conn_);
+    audited_at_ = Clock::now();
+    if (!audit_) {
+      return refuse(RefusalReason::not_permitted,
+                    "Read-only mode could not audit what this connection's role can do, so it refuses to run.");
+    }
+  }
+  if (options_.allow_privileged_read_only) return std::nullopt;
+  return detail::read_only_refusal(*audit_);
+}
+
+namespace {
+
+/// Runs one statement on `conn` without waiting past `deadline`. The first
+/// cell, or std::nullopt when it failed or the deadline passed.
+std::optional<std::string> query_until(PGconn* conn, const char* sql, const std::string& parameter, Clock::time_point deadline) {
+  const char* values[] = {parameter.c_str()};
+  if (PQsendQueryParams(conn, sql, 1, nullptr, values, nullptr, nullptr, 0) != 1) return std::nullopt;
+  std::optional<std::string> answer;
+  for (;;) {
+    while (PQisBusy(conn) == 1) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd socket{PQsocket(conn), POLLIN, 0};
+      if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return std::nullopt;
+      if (PQconsumeInput(conn) == 0) return std::nullopt;
+    }
+    Result result(PQgetResult(conn));
+    if (result == nullptr) return answer;
+    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK && PQntuples(result.get()) > 0) {
+      answer = std::string(PQgetvalue(result.get(), 0, 0));
+    }
+  }
+}
+
+void ignore_notice(void*, const PGresult*) {}
+
+}  // namespace
+
+bool PostgresDriver::end_backend() {
+  const int pid = PQbackendPID(conn_);
+  if (pid <= 0) return false;
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  // A second connection of the same role may end this one's backend: it is
+  // what PostgreSQL allows without pg_signal_backend. Made and used without
+  // blocking, so that a server that hangs cannot hold the call past the deadline.
+  const char* const keywords[] = {"fallback_application_name", "dbname", nullptr};
+  const char* const values[] = {"rawtool", conninfo_.c_str(), nullptr};
+  {
+    std::unique_ptr<PGconn, ConnectionDeleter> side(PQconnectStartParams(keywords, values, 1));
+    if (side == nullptr || PQstatus(side.get()) == CONNECTION_BAD) return false;
+    for (PostgresPollingStatusType state = PGRES_POLLING_WRITING; state != PGRES_POLLING_OK;) {
+      if (state == PGRES_POLLING_FAILED) return false;
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd socket{PQsocket(side.get()), static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
+      if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
+      state = PQconnectPoll(side.get());
+    }
+    PQsetNoticeReceiver(side.get(), &ignore_notice, nullptr);  // libpq's default would print to stderr
+    if (query_until(side.get(), "SELECT pg_catalog.pg_terminate_backend($1::integer)", std::to_string(pid), deadline) !=
+        std::optional<std::string>("t")) {
+      return false;
+    }
+  }
+  // The backend's end closes this connection's socket: that, not a lookup by
+  // pid, is what shows that the session that ran the statement is gone.
+  notices_ = nullptr;
+  while (PQconsumeInput(conn_) == 1) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd socket{PQsocket(conn_), POLLIN, 0};
+    if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
+  }
+  return true;
+}
+
+Refusal PostgresDriver::ended_transaction_refusal() {
+  Refusal refusal = refuse(RefusalReason::read_only,
+                           "The statement ended rawtool's read-only transaction itself (as COMMIT, ROLLBACK, END, ABORT "
+                           "and PREPARE TRANSACTION do), which read-only mode does not allow, so its reply is not shown.");
+  if (!audit_ || !audit_->prepared_transactions || conn_ == nullptr) return refusal;
+  // A transaction the statement prepared keeps the mark lock (see the file comment).
+  const std::string pid = std::to_string(PQbackendPID(conn_));
+  const std::string key = std::to_string(transaction_mark_key);
+  const char* values[] = {key.c_str(), pid.c_str()};
+  Result found(PQexecParams(conn_,
+                            "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
+                            "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' AND x.transactionid = p.transaction "
+                            "JOIN pg_catalog.pg_locks a ON a.locktype = 'advisory' "
+                            "AND a.virtualtransaction = x.virtualtransaction AND a.classid = $1::pg_catalog.oid "
+                            "AND a.objid = $2::pg_catalog.oid AND a.objsubid = 2",
+                            2, nullptr, values, nullptr, nullptr, 0));
+  if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
+    refusal.explanation +=
+        " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
+        "for one in pg_prepared_xacts.";
+    disconnect();
+    return refusal;
+  }
+  int rolled_back = 0;
+  int left_behind = 0;
+  for (int row = 0; row < PQntuples(found.get()); ++row) {
+    // The identifier is the statement's own text: quoted by libpq, never spliced raw.
+    char* literal = PQescapeLiteral(conn_, PQgetvalue(found.get(), row, 0),
+                                    static_cast<std::size_t>(PQgetlength(found.get(), row, 0)));
+    if (literal == nullptr) {
+      ++left_behind;
+      continue;
+    }
+    const std::string rollback = std::string("ROLLBACK PREPARED ") + literal;
+    PQfreemem(literal);
+    Result done(PQexec(conn_, rollback.c_str()));
+    if (PQresultStatus(done.get()) == PGRES_COMMAND_OK) {
+      ++rolled_back;
+    } else {
+      ++left_behind;
+    }
+  }
+  if (rolled_back > 0)
+    refusal.explanation += " It had prepared the transaction for two-phase commit; rawtool rolled the prepared transaction back.";
+  if (left_behind > 0) {
+    refusal.explanation +=
+        " It had prepared the transaction for two-phase commit, and rawtool could not roll it back: an operator must "
+        "run ROLLBACK PREPARED for it (pg_prepared_xacts lists it under this connection's role).";
+    disconnect();
+  }
+  return refusal;
+}
+
 Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                                 AccessMode mode) {
   if (sql.size() > limits.max_statement_bytes) {
@@ -687,47 +996,21 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   if (sql.find('\0') != std::string_view::npos) {
     return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
   }
-  if (auto unavailable = connect()) return std::move(*unavailable);
-  if (mode == AccessMode::read_only && !options_.allow_privileged_read_only && role_is_privileged()) {
-    if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
-    return refuse(RefusalReason::not_permitted,
-                  "Read-only mode refuses to run on a PostgreSQL role that can write server files or run programs "
-                  "(superuser, pg_write_server_files, pg_execute_server_program); connect as a role without them.");
-  }
+  auto bound_or_refusal = bind_parameters(params);
+  if (auto* refusal = std::get_if<Refusal>(&bound_or_refusal)) return std::move(*refusal);
+  const BoundParameters& bound = std::get<BoundParameters>(bound_or_refusal);
 
-  // Parameters travel as text with their types; values are never spliced in.
-  std::vector<std::string> texts(params.size());
-  std::vector<const char*> values(params.size());
-  std::vector<Oid> types(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    std::visit(
-        [&](const auto& value) {
-          using T = std::decay_t<decltype(value)>;
-          if constexpr (std::is_same_v<T, std::monostate>) {
-            values[i] = nullptr;
-            return;
-          } else if constexpr (std::is_same_v<T, std::int64_t>) {
-            texts[i] = fmt::format("{}", value);
-            types[i] = int8_oid;
-          } else if constexpr (std::is_same_v<T, double>) {
-            texts[i] = fmt::format("{}", value);
-            types[i] = float8_oid;
-          } else if constexpr (std::is_same_v<T, bool>) {
-            texts[i] = value ? "true" : "false";
-            types[i] = bool_oid;
-          } else {
-            texts[i] = value;
-          }
-          values[i] = texts[i].c_str();
-        },
-        params[i]);
-    if (const auto* text = std::get_if<std::string>(&params[i]); text != nullptr && text->find('\0') != std::string::npos) {
-      return refuse(RefusalReason::not_permitted, "A PostgreSQL text parameter cannot contain a NUL byte.");
+  if (auto unavailable = connect()) return std::move(*unavailable);
+  const bool read_only = mode == AccessMode::read_only;
+  if (read_only) {
+    if (auto refusal = audit_refusal()) {
+      if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
+      return std::move(*refusal);
     }
   }
+  const bool mark_transaction = read_only && audit_ && audit_->prepared_transactions;
 
   const auto started = Clock::now();
-  const bool read_only = mode == AccessMode::read_only;
   const std::string statement(sql);
   const SessionTimeouts wanted{limits.statement_timeout, limits.lock_timeout,
                                limits.statement_timeout + client_grace * 2};
@@ -740,7 +1023,13 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
         "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', "
         "'{}', false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
         wanted.statement.count(), wanted.lock.count(), wanted.idle_in_transaction.count());
+    if (PQserverVersion(conn_) >= 140000) {
+      timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', false)",
+                              client_check_interval.count());
+    }
   }
+  const std::string mark =
+      fmt::format("SELECT pg_catalog.pg_advisory_xact_lock_shared({}, pg_catalog.pg_backend_pid())", transaction_mark_key);
 
   // Whatever the server sent while the session was idle is parsed now, before
   // the statement's notices are collected: it was not raised by this statement.
@@ -762,6 +1051,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   } running{*this};
   stop_ = Stop::none;
   cancel_sent_ = false;
+  largest_message_ = 0;
+  rows_seen_ = 0;
   deadline_ = started + limits.statement_timeout + client_grace;
 
   // The statement's notices are collected from before anything is sent until
@@ -770,13 +1061,19 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // soon as it parses it, even one that directly follows a result not yet
   // collected, so a notice the server raises while it parses the statement
   // can arrive while the preamble's results are read. The preamble itself
-  // raises none: set_config of valid timeouts does not, and BEGIN warns only
+  // raises none: set_config of valid timeouts does not, BEGIN warns only
   // inside a transaction, which an idle session (checked at the end of every
-  // call) is not. The cleanup's notices cannot arrive early: each of its
-  // statements begins with a ParseComplete that libpq does not parse before
-  // the previous result is collected. So everything in the span is the
-  // statement's, and nothing after it is: the WARNING a closing ROLLBACK
-  // raises when the statement ended the transaction itself is the wrapping's.
+  // call) is not, and taking an advisory lock raises nothing. The cleanup's
+  // notices cannot arrive early: each of its statements begins with a
+  // ParseComplete that libpq does not parse before the previous result is
+  // collected. So everything in the span is the statement's, and nothing
+  // after it is.
+  //
+  // The cleanup raises a notice only when the statement already ended the
+  // read-only transaction: then ROLLBACK warns that there is no transaction
+  // in progress. Its notices go to a sink of their own, and any one of them
+  // means the statement ended the wrapping (COMMIT, ROLLBACK, PREPARE
+  // TRANSACTION): a violation, answered with a refusal, never with rows.
   notices_ = &notices;
   bool sent = PQenterPipelineMode(conn_) == 1;
   const auto send = [&](const char* text) {
@@ -784,8 +1081,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   };
   const auto sync = [&] { sent = sent && PQpipelineSync(conn_) == 1; };
   const auto send_statement = [&] {
-    sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), types.data(),
-                                     values.data(), nullptr, nullptr, 0) == 1;
+    sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), bound.types.data(),
+                                     bound.values.data(), nullptr, nullptr, 0) == 1;
   };
   if (set_timeouts) {
     send(timeouts.c_str());
@@ -793,6 +1090,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   }
   if (read_only) {
     send("BEGIN READ ONLY");
+    if (mark_transaction) send(mark.c_str());
     send_statement();
     sent = sent && send_read_only_cleanup();
     sync();
@@ -811,10 +1109,12 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     session_timeouts_ = applied ? std::optional(wanted) : std::nullopt;
     clean = applied;
   }
-  if (read_only) clean = drain_query() && clean;  // BEGIN READ ONLY
+  if (read_only) clean = drain_query() && clean;                        // BEGIN READ ONLY
+  if (mark_transaction) clean = drain_query() && clean;                 // the mark
   Outcome outcome = read_statement(limits, started);
   if (!read_only) clean = read_commit(outcome, limits, started) && clean;  // the commit can raise notices too
-  notices_ = nullptr;
+  NoticeSink wrapping;  // budget 0: every notice is counted, none kept
+  notices_ = &wrapping;
   if (auto* rows = std::get_if<Rows>(&outcome)) {
     rows->notices = std::move(notices.kept);
     rows->notices_withheld = notices.withheld;
@@ -851,6 +1151,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     session_timeouts_ = reset ? std::optional(wanted) : std::nullopt;
     clean = reset && clean;
   }
+  notices_ = nullptr;
+  const bool ended_transaction = read_only && (wrapping.withheld != 0 || !wrapping.kept.empty());
 
   {
     std::lock_guard lock(cancel_mutex_);
@@ -862,8 +1164,18 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     return outcome;
   }
   if (stop_ == Stop::gave_up) {
-    disconnect();  // the server did not answer even a cancel: this connection cannot be trusted
-    return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+    // The server did not stop the statement when asked (a statement can catch
+    // the cancel and go on): it is ended from another connection, and this
+    // connection is never used again.
+    const bool ended = end_backend();
+    const bool cancelled = cancel_requested_.load();
+    disconnect();
+    return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
+                  fmt::format("The statement {} and did not stop when the server was asked to cancel it; {}",
+                              cancelled ? "was cancelled" : "ran past its time limit",
+                              ended ? "rawtool ended its server session."
+                                    : "rawtool closed its connection but could not confirm that the server ended the "
+                                      "session."));
   }
   PQexitPipelineMode(conn_);
   if (!cancels_->settle(client_grace)) {
@@ -879,6 +1191,13 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
       disconnect();  // a session that cannot be made clean is not used again
     }
   }
+  if (ended_transaction) {
+    Refusal violation = ended_transaction_refusal();
+    // The database's own failure (a PREPARE TRANSACTION the server refused)
+    // stays its reply; anything else the statement produced is replaced.
+    if (!std::holds_alternative<Failure>(outcome)) outcome = std::move(violation);
+  }
+  if (largest_message_ > keep_connection_below_bytes) disconnect();  // gives libpq's input buffer back
   if (auto* rows = std::get_if<Rows>(&outcome); rows != nullptr && conn_ != nullptr) {
     name_types(rows->columns, column_types_);
   }

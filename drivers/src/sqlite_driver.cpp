@@ -142,6 +142,21 @@ public:
     return sqlite3_step(raw) == SQLITE_ROW ? Health::ok : Health::unavailable;
   }
 
+  std::variant<DatabaseReport, Unavailable> inspect() override {
+    if (auto unavailable = open_database()) return std::move(*unavailable);
+    DatabaseReport report;
+    report.engine = Engine::sqlite;
+    report.server_version = owned_text(sqlite3_libversion());
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_, "PRAGMA encoding", -1, &raw, nullptr) == SQLITE_OK) {
+      Statement statement(raw);
+      if (sqlite3_step(raw) == SQLITE_ROW) {
+        report.encoding = owned_text(reinterpret_cast<const char*>(sqlite3_column_text(raw, 0)));
+      }
+    }
+    return report;
+  }
+
 private:
   enum class DeniedBy { nothing, write, policy };
 

@@ -6,11 +6,13 @@
 #include "untrusted_bytes.hpp"
 
 #include <rawtool/driver.hpp>
+#include <rawtool/render/failure.hpp>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <future>
@@ -291,7 +293,10 @@ TEST_CASE("a read-only statement that fails leaves the session clean for the nex
     const auto outcome = run(*driver, failing, limits);
     CHECK((std::holds_alternative<Failure>(outcome) || refusal_reason(outcome) == RefusalReason::timeout));
     const Rows& state = expect<Rows>(run(*driver,
-        "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) || ' ' || "
+        // The driver's own mark on its read-only transaction (key 1920298076,
+        // taken where prepared transactions are enabled) is not counted.
+        "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
+        "AND classid <> 1920298076) || ' ' || "
         "current_setting('transaction_read_only') || ' ' || current_setting('statement_timeout')"));
     CHECK(cell(state, 0, 0) == "0 on 5s");
     // The next write still fails as read-only: the failed call's transaction is gone.
@@ -600,8 +605,126 @@ TEST_CASE("a server that stops answering cannot hold a call past the deadline, a
   const auto outcome = run(*driver, "SELECT 1", limits);
   const auto elapsed = std::chrono::steady_clock::now() - started;
   CHECK(refusal_reason(outcome) == RefusalReason::timeout);
-  CHECK(elapsed < 6s);
+  // The deadline: the timeout, a grace before the client's own cancel, a grace
+  // before it gives up, and at most 2 s trying to end the backend from a
+  // second connection (which the frozen proxy does not let through).
+  CHECK(elapsed < 7s);
   proxy.thaw();
   const std::string next_pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   CHECK(next_pid != pid);
+}
+
+TEST_CASE("rows the statement sent before it failed are counted in the failure", "[postgres]") {
+  const auto url = pg_url(true);
+  if (!url) return;
+  auto driver = rawtool::make_postgres_driver(*url);
+  const Failure failure =
+      expect<Failure>(run(*driver, "SELECT 'ROW_' || i, 1 / (3 - i) FROM generate_series(1, 5) i"));
+  CHECK(bytes_of(failure.sqlstate) == "22012");
+  CHECK(failure.rows_before_failure == 2);
+  // A failure before any row counts none.
+  CHECK(expect<Failure>(run(*driver, "SELECT 1 / 0")).rows_before_failure == 0);
+}
+
+TEST_CASE("a failure whose text passes max_bytes is kept as a prefix, its size and the digest of all of it",
+          "[postgres][limits]") {
+  const auto url = pg_url(true);
+  if (!url) return;
+  auto driver = rawtool::make_postgres_driver(*url);
+  const std::string statement =
+      "DO $$BEGIN RAISE EXCEPTION '%', repeat('E', 6000) USING DETAIL = repeat('D', 3000), HINT = 'h'; END$$";
+  // Read in full under a large cap, then withheld under a small one: the
+  // digest must be of the full fields, the sizes their sum.
+  Limits large;
+  large.max_bytes = 1 << 20;
+  const Failure full = expect<Failure>(run(*driver, statement, large));
+  REQUIRE_FALSE(full.withheld.has_value());
+  REQUIRE(full.message.size() == 6000);
+  Limits small;
+  small.max_bytes = 4096;
+  const Failure cut = expect<Failure>(run(*driver, statement, small));
+  REQUIRE(cut.withheld.has_value());
+  const std::uint64_t total = full.severity.size() + full.sqlstate.size() + full.message.size() + full.detail.size() +
+                              full.hint.size() + full.context.size() + full.internal_query.size() + full.schema.size() +
+                              full.table.size() + full.column.size() + full.datatype.size() + full.constraint.size();
+  CHECK(cut.withheld->bytes == total);
+  CHECK(cut.message.size() == Failure::failure_prefix_bytes);
+  CHECK(bytes_of(cut.message) == bytes_of(full.message).substr(0, Failure::failure_prefix_bytes));
+  CHECK(bytes_of(cut.sqlstate) == "P0001");
+  // The digest is the one the renderer computes over the same fields in full.
+  Failure fields_only = full;
+  fields_only.notices.clear();
+  CHECK(cut.withheld->sha256 == rawtool::render::withheld_sha256(fields_only));
+  CHECK(cut.withheld->sha256.size() == 64);
+}
+
+TEST_CASE("a call that received a message larger than 8 MiB gives its connection up afterwards", "[postgres][limits]") {
+  const auto url = pg_url(true);
+  if (!url) return;
+  auto driver = rawtool::make_postgres_driver(*url);
+  const std::string before = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
+  const Rows big = expect<Rows>(run(*driver, "SELECT repeat('x', 20000000)"));
+  CHECK(big.truncation == Truncation::byte_cap);
+  CHECK(big.rows.empty());
+  CHECK(big.rows_withheld == 1);
+  // libpq keeps its input buffer at the largest message read; only a new
+  // connection gives that memory back.
+  const std::string after = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
+  CHECK(after != before);
+  // An ordinary call keeps its connection.
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0) == after);
+}
+
+TEST_CASE("inspect reports the server and names what the session can become, which the refusal does not",
+          "[postgres][read_only]") {
+  const auto url = pg_url();
+  if (!url) return;
+  const std::string drop =
+      "DO $$DECLARE r text; BEGIN FOREACH r IN ARRAY ARRAY['drivers_audit_login', 'drivers_audit_mid', "
+      "'drivers_audit_su', 'drivers_audit_files'] LOOP IF EXISTS (SELECT FROM pg_roles WHERE rolname = r) THEN "
+      "EXECUTE format('DROP OWNED BY %I', r); EXECUTE format('DROP ROLE %I', r); END IF; END LOOP; END$$";
+  pg_admin(drop);
+  pg_admin("CREATE ROLE drivers_audit_su SUPERUSER NOLOGIN; CREATE ROLE drivers_audit_files NOLOGIN;"
+           "GRANT pg_write_server_files TO drivers_audit_files; CREATE ROLE drivers_audit_mid NOINHERIT NOLOGIN;"
+           "GRANT drivers_audit_su TO drivers_audit_mid; GRANT drivers_audit_files TO drivers_audit_mid;"
+           "CREATE ROLE drivers_audit_login LOGIN; GRANT drivers_audit_mid TO drivers_audit_login;"
+           "GRANT CONNECT ON DATABASE rawtool_test TO drivers_audit_login");
+  {
+    auto driver = rawtool::make_postgres_driver(*url + "?user=drivers_audit_login");
+    const auto report = std::get<rawtool::DatabaseReport>(driver->inspect());
+    CHECK(bytes_of(report.role) == "drivers_audit_login");
+    CHECK(bytes_of(report.server_version).starts_with("15"));
+    CHECK(bytes_of(report.encoding) == "UTF8");
+    const auto names_of = [&](rawtool::HazardKind kind) {
+      std::vector<std::string> names;
+      for (const auto& hazard : report.hazards) {
+        if (hazard.kind != kind) continue;
+        CHECK(hazard.refused);
+        for (const auto& name : hazard.names) names.push_back(bytes_of(name));
+      }
+      return names;
+    };
+    CHECK(names_of(rawtool::HazardKind::superuser) == std::vector<std::string>{"drivers_audit_su"});
+    CHECK(names_of(rawtool::HazardKind::server_files) == std::vector<std::string>{"pg_write_server_files"});
+    const auto refused = run(*driver, "SELECT 1");
+    CHECK(refusal_reason(refused) == RefusalReason::not_permitted);
+    const std::string& words = expect<rawtool::Refusal>(refused).explanation;
+    // A reachable superuser can do everything else: the refusal says that much and no more.
+    CHECK_THAT(words, Catch::Contains("it can become a superuser role."));
+    CHECK(words.find("server files") == std::string::npos);
+    CHECK(words.find("drivers_audit") == std::string::npos);
+  }
+  pg_admin(drop);
+
+  // The role the README recommends: nothing refused, the prepared-transaction
+  // setting reported as contained.
+  auto reader = rawtool::make_postgres_driver(*pg_url(true));
+  const auto report = std::get<rawtool::DatabaseReport>(reader->inspect());
+  for (const auto& hazard : report.hazards) {
+    INFO(rawtool::hazard_kind_name(hazard.kind));
+    CHECK_FALSE(hazard.refused);
+  }
+  CHECK(std::any_of(report.hazards.begin(), report.hazards.end(), [](const rawtool::Hazard& hazard) {
+    return hazard.kind == rawtool::HazardKind::prepared_transactions;
+  }));
 }

@@ -11,7 +11,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <thread>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -70,7 +73,7 @@ std::string database_state() {
       "(SELECT last_value || ':' || is_called FROM drivers_ro_seq), "
       "(SELECT count(*) FROM pg_class WHERE relname LIKE 'drivers_ro_made%'), "
       "(SELECT count(*) FROM pg_largeobject_metadata), "
-      "(SELECT count(*) FROM pg_prepared_xacts))");
+      "(SELECT count(*) FROM pg_prepared_xacts WHERE gid NOT LIKE 'walk%'))");  // the READ_ONLY walk runs beside
 }
 
 }  // namespace
@@ -185,4 +188,53 @@ TEST_CASE("a read-only statement cannot write even when the role could", "[postg
   CHECK(bytes_of(expect<rawtool::Failure>(outcome).sqlstate) == "25006");
   CHECK(pg_admin("SELECT count(*) FROM drivers_ro_write") == "0");
   pg_admin("DROP TABLE drivers_ro_write");
+}
+
+TEST_CASE("a statement that prepares its transaction is refused, and the prepared transaction is rolled back",
+          "[postgres][read_only]") {
+  const auto reader_url = pg_url(true);
+  if (!reader_url) return;
+  REQUIRE(pg_admin("SHOW max_prepared_transactions") != "0");
+  auto driver = rawtool::make_postgres_driver(*reader_url);
+  const std::string before = pg_admin("SELECT count(*) FROM pg_prepared_xacts WHERE owner = 'rawtool_reader'");
+  for (const char* statement : {"PREPARE TRANSACTION 'drivers_ro_2pc'", "prepare transaction E'drivers''\\n2pc'"}) {
+    INFO(statement);
+    const Outcome outcome = driver->execute(statement, {}, Limits{}, AccessMode::read_only);
+    CHECK(rawtool::test::refusal_reason(outcome) == rawtool::RefusalReason::read_only);
+    CHECK_THAT(expect<rawtool::Refusal>(outcome).explanation,
+               Catch::Contains("prepared the transaction for two-phase commit; rawtool rolled the prepared transaction back"));
+    CHECK(pg_admin("SELECT count(*) FROM pg_prepared_xacts WHERE owner = 'rawtool_reader'") == before);
+    CHECK(cell(driver->execute("SELECT 1", {}, Limits{}, AccessMode::read_only)) == "1");
+  }
+}
+
+TEST_CASE("a statement that catches its cancel is ended from a second connection, on a timeout and on a cancel",
+          "[postgres][read_only][limits]") {
+  const auto reader_url = pg_url(true);
+  if (!reader_url) return;
+  const std::string swallow =
+      "DO $$BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$";
+  const auto still_running = [&] {
+    return pg_admin("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$BEGIN LOOP BEGIN PERFORM pg_sleep(0.2)%' "
+                    "AND pid <> pg_backend_pid()");
+  };
+  auto driver = rawtool::make_postgres_driver(*reader_url);
+  Limits limits;
+  limits.statement_timeout = std::chrono::milliseconds(300);
+  for (int round = 0; round < 3; ++round) {
+    const Outcome outcome = driver->execute(swallow, {}, limits, AccessMode::read_only);
+    CHECK(rawtool::test::refusal_reason(outcome) == rawtool::RefusalReason::timeout);
+    CHECK_THAT(expect<rawtool::Refusal>(outcome).explanation, Catch::Contains("rawtool ended its server session"));
+    CHECK(still_running() == "0");
+  }
+  // A cancel from the caller ends it the same way, within a grace of the cancel.
+  auto running = std::async(std::launch::async, [&] { return driver->execute(swallow, {}, Limits{}, AccessMode::read_only); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  driver->cancel();
+  REQUIRE(running.wait_for(std::chrono::seconds(6)) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(5));
+  CHECK(rawtool::test::refusal_reason(running.get()) == rawtool::RefusalReason::cancelled);
+  CHECK(still_running() == "0");
+  CHECK(cell(driver->execute("SELECT 1", {}, Limits{}, AccessMode::read_only)) == "1");
 }

@@ -99,6 +99,7 @@ public:
   }
 
   rawtool::Health health() override { return rawtool::Health::ok; }
+  std::variant<rawtool::DatabaseReport, rawtool::Unavailable> inspect() override { return rawtool::DatabaseReport{}; }
 
 private:
   Script& script_;

@@ -49,6 +49,49 @@ using Parameter = std::variant<std::monostate, std::int64_t, double, bool, std::
 
 enum class Health { ok, unavailable };
 
+/// Kinds of hazard: what a connection's role or server allows that a READ ONLY
+/// transaction, rolled back, does not contain.
+enum class HazardKind {
+  superuser,              ///< the session can become a superuser role (SET ROLE, also inside DO)
+  server_files,           ///< it can become pg_read_server_files or pg_write_server_files
+  server_program,         ///< it can become pg_execute_server_program (COPY ... PROGRAM)
+  replication,            ///< it can become a REPLICATION role: replication slots outlive any transaction
+  signal_any_backend,     ///< it can become pg_signal_backend: it can cancel or end other roles' sessions
+  server_state_function,  ///< it can EXECUTE a function whose effect outlives the transaction (WAL switch, stats reset, ...)
+  server_file_function,   ///< it can EXECUTE a function that reads or writes server files (pg_read_file, lo_export, ...)
+  logical_message,        ///< it can put text into the WAL stream with pg_logical_emit_message
+  remote_connection,      ///< it can EXECUTE dblink: another connection, outside the read-only transaction
+  foreign_server,         ///< it can use a foreign server (postgres_fdw and the like)
+  signal_same_role,       ///< it can cancel or end other sessions of a role it can become
+  transaction_ids,        ///< it can consume transaction IDs (pg_current_xact_id, txid_current)
+  shared_role,            ///< other sessions use a role it can become
+  prepared_transactions,  ///< max_prepared_transactions > 0: PREPARE TRANSACTION is possible (contained)
+};
+
+/// The kind's stable name, e.g. "superuser".
+std::string_view hazard_kind_name(HazardKind kind) noexcept;
+
+/// One hazard a driver found when it connected.
+struct Hazard {
+  HazardKind kind = HazardKind::superuser;
+  /// True when read-only mode refuses every statement while it holds.
+  bool refused = false;
+  /// rawtool's own words: what it allows and how to remove it.
+  std::string explanation;
+  /// The roles, functions or settings involved, as the server names them.
+  std::vector<Untrusted> names;
+};
+
+/// What a driver learns about its database when it connects: for an
+/// operator's checks (rawtool check-config --connect), never for an agent.
+struct DatabaseReport {
+  Engine engine = Engine::postgresql;
+  Untrusted server_version;  ///< PostgreSQL's server_version; SQLite's library version
+  Untrusted encoding;        ///< PostgreSQL's server_encoding; SQLite's PRAGMA encoding
+  Untrusted role;            ///< PostgreSQL's session_user; empty for SQLite
+  std::vector<Hazard> hazards;
+};
+
 /// One connection to one database. A Driver runs one statement at a time
 /// (calls to execute must not overlap); cancel() may be called from any thread
 /// at any time. Connecting is lazy and repeated: a connection that failed or
@@ -93,6 +136,30 @@ public:
   /// Parameters bind to $1.. (PostgreSQL) or ?1.. (SQLite). A PostgreSQL
   /// statement or text parameter holding a NUL byte is refused (libpq takes C
   /// strings, so it would be cut short).
+  ///
+  /// Read-only mode on PostgreSQL, beyond the READ ONLY transaction that is
+  /// always rolled back:
+  ///   - the session's audit (see PostgresOptions) can refuse every statement;
+  ///   - a statement that ends the wrapping transaction itself (COMMIT,
+  ///     ROLLBACK, END, ABORT, PREPARE TRANSACTION; the closing ROLLBACK's
+  ///     warning shows it) is Refusal{read_only}, never Rows; where the server
+  ///     allows prepared transactions, the driver marks its transaction with
+  ///     an advisory lock, finds the one the statement prepared by that mark
+  ///     and rolls it back, and says so in the refusal;
+  ///   - a statement that does not stop when cancelled (it can catch the
+  ///     cancel) is ended after the grace: the driver ends its backend from a
+  ///     second connection of the same role (pg_terminate_backend), waits for
+  ///     this connection to close, and never uses it again; the refusal says
+  ///     whether the end was confirmed. The same holds for a cancel().
+  ///
+  /// Memory: a row is sized before it is copied, so a row the caps withhold
+  /// costs no copy; a failure whose fields pass limits.max_bytes keeps a
+  /// prefix of each plus their size and digest (Failure::withheld). Peak
+  /// memory is then what libpq itself holds for the largest message (its
+  /// input buffer and the result it builds from it), and a call that received
+  /// a message over 8 MiB closes its connection afterwards, which gives that
+  /// buffer back. Failure::rows_before_failure counts the rows a statement
+  /// sent before it failed.
   virtual Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                           AccessMode mode) = 0;
 
@@ -103,16 +170,39 @@ public:
   /// Connects if needed and checks the connection with a trivial round trip,
   /// under a short deadline. Like execute, it must not overlap execute.
   virtual Health health() = 0;
+
+  /// Connects if needed and reports the server and every hazard the driver
+  /// checks for (read afresh, not from a cache). Like execute, it must not
+  /// overlap execute. Unavailable when no connection could be had.
+  virtual std::variant<DatabaseReport, Unavailable> inspect() = 0;
 };
 
 /// How a PostgreSQL driver treats what a READ ONLY transaction cannot stop.
+///
+/// When it connects, and again at least once a minute, the driver audits its
+/// session: every role the session user (and the current user) can become,
+/// directly or through a chain of memberships, whatever their INHERIT setting
+/// (SET ROLE reaches them all, also inside a DO block), and what those roles
+/// may execute. Hazards marked `refused` make read-only mode refuse every
+/// statement (Refusal not_permitted, in rawtool's words; inspect() names the
+/// roles and functions):
+///   - a reachable superuser, pg_read_server_files, pg_write_server_files,
+///     pg_execute_server_program, pg_signal_backend or REPLICATION role;
+///   - EXECUTE, through any reachable role, on a pg_catalog function whose
+///     effect outlives a rolled-back transaction or reaches server files
+///     (pg_switch_wal, pg_create_restore_point, pg_reload_conf, the
+///     pg_stat_reset family, lo_import/lo_export, pg_read_file, ...), or on
+///     dblink's functions;
+///   - EXECUTE on pg_logical_emit_message while wal_level is logical (the
+///     text would reach change-data-capture consumers).
+/// Hazards not refused are reported only: other sessions of a reachable
+/// role (a statement can cancel or end them with pg_cancel_backend and
+/// pg_terminate_backend), transaction IDs consumed by pg_current_xact_id,
+/// usable foreign servers, logical messages at a lower wal_level, and
+/// max_prepared_transactions > 0 (contained: see execute).
 struct PostgresOptions {
-  /// A READ ONLY transaction does not stop a role that may write server files
-  /// or run programs (superuser, pg_write_server_files,
-  /// pg_execute_server_program) from `COPY ... TO '/file'` or `TO PROGRAM`.
-  /// So by default read-only mode refuses every statement (Refusal
-  /// not_permitted) on a connection whose role holds any of those powers.
-  /// Setting this runs them anyway; it is for trusted setups only.
+  /// Runs read-only statements even where the audit refuses them; for
+  /// trusted setups only.
   bool allow_privileged_read_only = false;
 };
 
