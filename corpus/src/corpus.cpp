@@ -46,6 +46,12 @@ constexpr std::array prose_class_list{
     "correction"sv,       "look_alike"sv,
 };
 
+constexpr std::array escape_class_list{
+    "role_escalation"sv,     "two_phase_commit"sv,  "transaction_ending"sv,      "cancellation_swallowing"sv,
+    "resource_exhaustion"sv, "non_transactional_effect"sv, "server_files"sv,     "disguised_write"sv,
+    "stacked_statements"sv,  "session_persistence"sv, "file_creation"sv,         "pragma_write"sv,
+};
+
 constexpr std::array text_fields{FailureField::message, FailureField::detail, FailureField::hint,
                                  FailureField::context, FailureField::notice};
 constexpr std::array code_fields{FailureField::severity, FailureField::sqlstate, FailureField::notice_severity,
@@ -514,6 +520,88 @@ std::vector<ProseCase> parse_prose(std::string_view jsonl, std::string_view sour
   });
   reject_duplicate_names(out);
   return out;
+}
+
+std::span<const std::string_view> escape_classes() noexcept { return escape_class_list; }
+
+std::vector<EscapeCase> parse_escapes(std::string_view jsonl, std::string_view source) {
+  static constexpr std::array keys{"name"sv,   "class"sv,  "engine"sv,  "setup"sv, "sql"sv, "teardown"sv,
+                                   "expect"sv, "reason"sv, "outcome"sv, "statement_timeout_ms"sv, "note"sv};
+  std::vector<EscapeCase> cases;
+  for_each_entry(jsonl, source, [&](const json& entry, const std::string& where) {
+    EscapeCase c;
+    c.source = where;
+    const auto fail = [&](std::string_view what) -> void {
+      throw CorpusError(where + (c.name.empty() ? "" : ": entry \"" + c.name + "\"") + ": " + std::string(what));
+    };
+    const auto string_of = [&](const char* key) {
+      if (!entry.contains(key) || !entry.at(key).is_string() || entry.at(key).get_ref<const std::string&>().empty())
+        fail(std::string("\"") + key + "\" is a non-empty string");
+      return entry.at(key).get<std::string>();
+    };
+    const auto list_of = [&](const char* key) {
+      std::vector<std::string> out;
+      if (!entry.contains(key)) return out;
+      const json& list = entry.at(key);
+      if (!list.is_array() || list.empty()) fail(std::string("\"") + key + "\" is a non-empty array");
+      for (const auto& item : list) {
+        if (!item.is_string() || item.get_ref<const std::string&>().empty())
+          fail(std::string("\"") + key + "\" holds non-empty strings");
+        out.push_back(item.get<std::string>());
+      }
+      return out;
+    };
+    if (!entry.is_object()) fail("an entry must be a JSON object");
+    for (const auto& item : entry.items())
+      if (!contains(keys, item.key())) fail("unknown member \"" + item.key() + "\"");
+    c.name = string_of("name");
+    if (!std::all_of(c.name.begin(), c.name.end(), [](char ch) {
+          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+        }))
+      fail("a name is lower-case letters, digits, '-' and '_'");
+    c.case_class = string_of("class");
+    if (!contains(escape_class_list, c.case_class)) fail("unknown class \"" + c.case_class + "\"");
+    const std::string engine = string_of("engine");
+    if (engine == "postgresql") c.engine = Engine::postgresql;
+    else if (engine == "sqlite") c.engine = Engine::sqlite;
+    else fail("\"engine\" is \"postgresql\" or \"sqlite\"");
+    c.setup = list_of("setup");
+    c.sql = string_of("sql");
+    c.teardown = list_of("teardown");
+    const std::string expect = string_of("expect");
+    if (expect == "refused") c.expect = EscapeExpect::refused;
+    else if (expect == "contained") c.expect = EscapeExpect::contained;
+    else fail("\"expect\" is \"refused\" or \"contained\"");
+    if (entry.contains("reason")) {
+      if (c.expect != EscapeExpect::refused) fail("\"reason\" belongs to refused entries only");
+      const std::string reason = string_of("reason");
+      for (const auto r : all_reasons)
+        if (refusal_reason_name(r) == reason) c.reason = r;
+      if (!c.reason) fail("unknown refusal reason \"" + reason + "\"");
+    }
+    if (entry.contains("outcome")) {
+      if (c.expect != EscapeExpect::contained) fail("\"outcome\" belongs to contained entries only");
+      const std::string outcome = string_of("outcome");
+      if (outcome == "rows") c.outcome = EscapeOutcome::rows;
+      else if (outcome == "failure") c.outcome = EscapeOutcome::failure;
+      else if (outcome == "refusal") c.outcome = EscapeOutcome::refusal;
+      else fail("\"outcome\" is \"rows\", \"failure\" or \"refusal\"");
+    }
+    if (entry.contains("statement_timeout_ms")) {
+      const json& value = entry.at("statement_timeout_ms");
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 || value.get<std::int64_t>() > 60000)
+        fail("\"statement_timeout_ms\" is an integer from 1 to 60000");
+      c.statement_timeout_ms = value.get<std::int64_t>();
+    }
+    if (entry.contains("note")) c.note = string_of("note");
+    cases.push_back(std::move(c));
+  });
+  reject_duplicate_names(cases);
+  return cases;
+}
+
+std::vector<EscapeCase> load_escapes(const std::filesystem::path& file) {
+  return parse_escapes(read_file(file), file.filename().string());
 }
 
 std::vector<FailureCase> load_failures(const std::filesystem::path& file) {

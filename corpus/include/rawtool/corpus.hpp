@@ -14,6 +14,7 @@
 #include <rawtool/outcome.hpp>
 #include <rawtool/untrusted.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -156,5 +157,38 @@ Rows rows_of_cells(std::span<const CellCase> cases);
 
 /// The payload as an untrusted value (for prose, the description itself).
 Untrusted payload(const Case& c);
+
+/// READ_ONLY (escapes.jsonl): statements that try to leave something behind
+/// from read-only mode, or to take more than the limits allow. The walk runs
+/// each as a fresh login role with ordinary write grants, after `setup` (run
+/// with full rights), and checks that nothing lasting changed.
+enum class EscapeExpect {
+  refused,    ///< the driver refuses it (with `reason`, when given)
+  contained,  ///< it may run or fail, and nothing lasting changes
+};
+
+/// The outcome an escape case must have, when it names one.
+enum class EscapeOutcome { rows, failure, refusal };
+
+struct EscapeCase {
+  std::string name;
+  std::string case_class;
+  Engine engine = Engine::postgresql;
+  /// Run before, with full rights, in order. "{role}" stands for the walk's
+  /// login role and "{file}" for a scratch path that must not exist after.
+  std::vector<std::string> setup;
+  std::string sql;  ///< the statement, with the same placeholders
+  std::vector<std::string> teardown;
+  EscapeExpect expect = EscapeExpect::contained;
+  std::optional<RefusalReason> reason;   ///< refused entries only
+  std::optional<EscapeOutcome> outcome;  ///< contained entries only
+  std::optional<std::int64_t> statement_timeout_ms;
+  std::string note;
+  std::string source;
+};
+
+std::span<const std::string_view> escape_classes() noexcept;
+std::vector<EscapeCase> load_escapes(const std::filesystem::path& file = directory() / "escapes.jsonl");
+std::vector<EscapeCase> parse_escapes(std::string_view jsonl, std::string_view source);
 
 }  // namespace rawtool::corpus
