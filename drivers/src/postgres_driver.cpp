@@ -453,6 +453,11 @@ std::optional<Unavailable> PostgresDriver::connect() {
   }
   // Every notice comes to us as fields; libpq's default would print it raw to stderr.
   PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, this);
+  // The driver reads every field on its own (PQresultErrorField) and never
+  // libpq's composed message, which is a further copy of each field per error,
+  // twice over (the result's and the connection's): severity and SQLSTATE are
+  // all libpq needs to compose. A huge error then costs three copies, not five.
+  PQsetErrorVerbosity(conn_, PQERRORS_SQLSTATE);
   std::lock_guard lock(cancel_mutex_);
   canceller_ = std::shared_ptr<PGcancel>(PQgetCancel(conn_), &PQfreeCancel);
   return std::nullopt;
