@@ -9,8 +9,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rawtool {
 
@@ -66,6 +68,19 @@ struct ToolOptions {
   DriverFactory driver_factory;
 };
 
+/// One configured database as `rawtool check-config --connect` reports it:
+/// for the operator who asked, never for an agent.
+struct DatabaseCheck {
+  std::string label;
+  Engine engine = Engine::postgresql;
+  AccessMode access = AccessMode::read_only;
+  /// What the driver found, when it could connect.
+  std::optional<DatabaseReport> report;
+  /// Why it could not, in the driver's and the library's words (they name
+  /// hosts and users); empty when it could.
+  Untrusted complaint;
+};
+
 /// rawtool's library API: the raw path and the certified path over a pool of
 /// connections per configured database. Safe for concurrent calls from many
 /// threads; the Tool must outlive every call made on it.
@@ -100,6 +115,11 @@ public:
   /// The catalog: names, parameters, and descriptions as the catalog_prose
   /// setting says. Never an error.
   Reply describe_catalog() const;
+
+  /// Connects to every configured database, through its pool, and reports
+  /// the server and every hazard its driver checks for (see PostgresOptions).
+  /// For operators' checks; blocks until each has answered or failed.
+  std::vector<DatabaseCheck> inspect_databases();
 
   [[nodiscard]] bool raw_path_enabled() const noexcept;
   [[nodiscard]] const Config& config() const noexcept;

@@ -6,6 +6,7 @@
 #include "cli/output.hpp"
 
 #include <rawtool/config.hpp>
+#include <rawtool/render/escape.hpp>
 #include <rawtool/tool.hpp>
 
 #include <array>
@@ -16,17 +17,75 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool check-config --config FILE\n"
+    "Usage: rawtool check-config --config FILE [--connect]\n"
     "\n"
     "Reads the configuration and its catalog exactly as `rawtool mcp` would and\n"
-    "reports the first problem, naming the field. Does not connect to any\n"
-    "database. Prints a short summary when the configuration can be served.\n"
+    "reports the first problem, naming the field. Prints a short summary when the\n"
+    "configuration can be served. Without --connect it connects to no database.\n"
+    "\n"
+    "With --connect it also connects to every configured database and reports,\n"
+    "per database, the server's version and encoding, the role, and every hazard\n"
+    "the driver checks for: what the role can become or do that a read-only\n"
+    "transaction does not stop (refused in read-only mode) or that an operator\n"
+    "should know (reported only). Names the server sent are shown escaped. A\n"
+    "database that cannot be reached is reported in rawtool's words on stdout and\n"
+    "with the library's words on stderr.\n"
     "\n"
     "Exit status:\n"
-    "  0  the configuration can be served\n"
+    "  0  the configuration can be served (with --connect: every database answered\n"
+    "     and no read-only database has a hazard that read-only mode refuses)\n"
+    "  1  with --connect: a database could not be reached, or a read-only database\n"
+    "     has a refused hazard\n"
     "  2  usage error or configuration error (the field is named on stderr)\n";
 
-constexpr std::array<OptionSpec, 1> options{{{"--config", "FILE"}}};
+constexpr std::array<OptionSpec, 2> options{{{"--config", "FILE"}, {"--connect", {}}}};
+
+/// A value the server sent, escaped and in double quotes: it cannot break the line.
+std::string quoted(const Untrusted& value) {
+  std::string out = "\"";
+  render::append_escaped(out, value, render::EscapeContext::cell, render::RenderOptions{});
+  out += '"';
+  return out;
+}
+
+/// Prints the --connect part; returns the number of problems found.
+std::size_t print_connect_check(Tool& tool) {
+  std::size_t problems = 0;
+  std::string out;
+  for (const DatabaseCheck& check : tool.inspect_databases()) {
+    const std::string head = "rawtool: database " + check.label + ": ";
+    if (!check.report) {
+      ++problems;
+      out += head + "could not connect; the library's words are on stderr\n";
+      print_error("check-config", "database " + check.label + ": could not connect: " + quoted(check.complaint));
+      continue;
+    }
+    const DatabaseReport& report = *check.report;
+    out += head + std::string(engine_name(check.engine)) + ", " + std::string(access_mode_name(check.access)) +
+           "; server version " + quoted(report.server_version) + "; encoding " + quoted(report.encoding);
+    if (!report.role.empty()) out += "; role " + quoted(report.role);
+    out += "; " + std::to_string(report.hazards.size()) + (report.hazards.size() == 1 ? " hazard\n" : " hazards\n");
+    bool refused = false;
+    for (const Hazard& hazard : report.hazards) {
+      refused = refused || (hazard.refused && check.access == AccessMode::read_only);
+      out += head + "hazard " + std::string(hazard_kind_name(hazard.kind)) +
+             (hazard.refused ? " (refused in read-only mode): " : " (reported, not refused): ") + hazard.explanation;
+      if (!hazard.names.empty()) {
+        out += " Named: ";
+        for (std::size_t i = 0; i < hazard.names.size(); ++i) out += (i == 0 ? "" : ", ") + quoted(hazard.names[i]);
+        out += '.';
+      }
+      out += '\n';
+    }
+    if (refused) ++problems;
+  }
+  // A problem is a database: one that cannot be reached, or a read-only one with a refused hazard.
+  out += problems == 0 ? "rawtool: connect check OK\n"
+                       : "rawtool: connect check found " + std::to_string(problems) +
+                             (problems == 1 ? " problem\n" : " problems\n");
+  write_all(1, out);
+  return problems;
+}
 
 }  // namespace
 
@@ -65,6 +124,7 @@ int run_check_config(Arguments argv) {
   summary += config.render.catalog_prose == render::CatalogProse::quoted ? "quoted" : "omitted";
   summary += '\n';
   write_all(1, summary);
+  if (args.flag("--connect") && print_connect_check(*tool) != 0) return static_cast<int>(Exit::failure);
   return static_cast<int>(Exit::ok);
 }
 

@@ -290,6 +290,29 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
   return std::unique_ptr<Tool>(new Tool(std::move(impl)));
 }
 
+std::vector<DatabaseCheck> Tool::inspect_databases() {
+  std::vector<DatabaseCheck> checks;
+  for (Database& db : impl_->databases) {
+    DatabaseCheck check;
+    check.label = db.config.label;
+    check.engine = db.engine;
+    check.access = db.config.access;
+    try {
+      detail::ConnectionPool::Lease lease = db.pool->acquire([] { return false; });
+      auto inspected = lease.get()->inspect();
+      if (auto* report = std::get_if<DatabaseReport>(&inspected)) {
+        check.report = std::move(*report);
+      } else {
+        check.complaint = std::get<Unavailable>(inspected).complaint;
+      }
+    } catch (const std::exception& e) {
+      check.complaint = exception_text(e);
+    }
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
 bool Tool::raw_path_enabled() const noexcept { return impl_->config.raw_path; }
 const Config& Tool::config() const noexcept { return impl_->config; }
 const Catalog& Tool::catalog() const noexcept { return impl_->catalog; }
