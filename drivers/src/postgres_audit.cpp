@@ -106,6 +106,8 @@ UNION ALL SELECT 'setting.server_encoding', pg_catalog.current_setting('server_e
 UNION ALL SELECT 'setting.session_user', session_user::text
 UNION ALL SELECT 'setting.max_prepared_transactions', pg_catalog.current_setting('max_prepared_transactions')
 UNION ALL SELECT 'setting.wal_level', pg_catalog.current_setting('wal_level')
+UNION ALL SELECT 'setting.virtualtransaction', virtualtransaction FROM pg_catalog.pg_locks
+  WHERE locktype = 'virtualxid' AND pid = pg_catalog.pg_backend_pid()
 )sql";
 
 struct KindWords {
@@ -164,9 +166,8 @@ constexpr KindWords kinds[] = {
      "other sessions are connected as a role this session can become; a statement can cancel or end them. Use a "
      "role that only rawtool uses."},
     {HazardKind::prepared_transactions, "prepared_transactions", false, "",
-     "max_prepared_transactions is above zero, so a statement can try PREPARE TRANSACTION; rawtool marks its "
-     "read-only transactions, refuses a statement that prepares or ends one, and rolls the prepared transaction "
-     "back."},
+     "max_prepared_transactions is above zero, so a statement can try PREPARE TRANSACTION; rawtool refuses a "
+     "statement that prepares or ends its read-only transaction and rolls the prepared transaction back."},
 };
 
 const KindWords* words_for(std::string_view code) {
@@ -211,6 +212,11 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
       audit.prepared_transactions = text != "0";
     } else if (code == "setting.wal_level") {
       wal_level = std::string(text);
+    } else if (code == "setting.virtualtransaction") {
+      const std::string_view local = text.substr(text.find('/') + 1);
+      if (std::from_chars(local.data(), local.data() + local.size(), audit.local_transaction).ec != std::errc{}) {
+        return std::nullopt;
+      }
     } else if (code == "shared_role") {
       std::from_chars(text.data(), text.data() + text.size(), shared_sessions);
     } else if (const KindWords* words = words_for(code)) {

@@ -103,12 +103,6 @@ constexpr milliseconds client_check_interval{1000};
 /// it has read, and only closing the connection gives that memory back.
 constexpr std::uint64_t keep_connection_below_bytes = 8 * 1024 * 1024;
 
-/// The advisory lock that marks a read-only transaction rawtool opened, taken
-/// as (this key, the backend's pid) when the server allows prepared
-/// transactions: a transaction a statement prepared keeps its locks, so the
-/// mark finds it in pg_locks.
-constexpr std::int32_t transaction_mark_key = 1920298076;
-
 Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
 
 Untrusted text_of(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
@@ -350,7 +344,10 @@ private:
   /// Reads and drops a COPY TO STDOUT stream after cancelling it.
   void discard_copy_out();
   void send_cancel() noexcept;
-  Outcome read_statement(const Limits& limits, Clock::time_point started);
+  /// `bounded`: the results are a FETCH of at most max_rows + 1 rows (see
+  /// run_read_only), so reaching the row cap needs no cancel, and the end of
+  /// the results is the end of the statement's rows only when fewer came.
+  Outcome read_statement(const Limits& limits, Clock::time_point started, bool bounded);
   bool drain_query();
   /// Drains `count` queries' results, every one even after one failed.
   bool drain_queries(int count);
@@ -371,6 +368,19 @@ private:
   /// deferred constraint or trigger): then the outcome is that failure, not
   /// the rows. False when the Sync did not come as expected.
   bool read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started);
+  struct Call;
+  Outcome run_read_only(Call& call);
+  Outcome run_read_write(Call& call);
+  /// What every call does after its pipeline: notices to the outcome, the
+  /// stops (give up, broken), the session made clean, the prepared
+  /// transaction a statement left behind, the connection given up when it
+  /// holds a large buffer.
+  Outcome finish(Call& call, Outcome outcome, bool read_only);
+  bool send_text(const char* text);
+  bool send_statement(const Call& call, const std::string& text);
+  /// Reads the timeouts' preamble, if it was sent; false when it failed.
+  bool read_timeouts(Call& call);
+  Unavailable broken_connection_or_stop();
   void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
   Unavailable broken_connection();
   /// The refusal read-only mode answers with on this connection, if any: the
@@ -381,7 +391,7 @@ private:
   /// socket to close. True when the backend is known to have ended.
   bool end_backend();
   /// After a statement ended rawtool's read-only transaction itself: finds a
-  /// transaction it prepared (by the mark) and rolls it back. The refusal that
+  /// transaction it prepared (by its virtual transaction ID) and rolls it back. The refusal that
   /// replaces the call's reply, in rawtool's words.
   Refusal ended_transaction_refusal();
 
@@ -669,7 +679,7 @@ Unavailable PostgresDriver::broken_connection() {
 
 /// Reads the caller's statement's results: rows one at a time under the caps,
 /// or its failure. Leaves the pipeline at the Sync that ends its segment.
-Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point started) {
+Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point started, bool bounded) {
   PQsetSingleRowMode(conn_);
   detail::RowBudget budget(limits);
   std::vector<Oid>& oids = column_types_;
@@ -733,9 +743,10 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
             if (!cell) cell = Untrusted(value, length);
           }
           budget.keep(std::move(row));
-        } else {
+        } else if (!bounded || budget.truncation() == Truncation::byte_cap) {
           // The rest is not wanted: stop the server producing it, then drain
-          // what is already on its way (counted as withheld, never kept).
+          // what is already on its way (counted as withheld, never kept). A
+          // bounded FETCH past the row cap has nothing more on its way.
           send_cancel();
           truncation_cancelled = true;
         }
@@ -743,7 +754,8 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
       }
       case PGRES_TUPLES_OK:
         if (!budget.has_columns()) take_columns(r);
-        budget.reached_end();
+        // A FETCH that filled its max_rows + 1 leaves the cursor open: more may follow.
+        if (!bounded || rows_seen_ <= limits.max_rows) budget.reached_end();
         break;
       case PGRES_COMMAND_OK: {
         const char* affected = PQcmdTuples(result.get());
@@ -944,17 +956,21 @@ Refusal PostgresDriver::ended_transaction_refusal() {
                            "The statement ended rawtool's read-only transaction itself (as COMMIT, ROLLBACK, END, ABORT "
                            "and PREPARE TRANSACTION do), which read-only mode does not allow, so its reply is not shown.");
   if (!audit_ || !audit_->prepared_transactions || conn_ == nullptr) return refusal;
-  // A transaction the statement prepared keeps the mark lock (see the file comment).
-  const std::string pid = std::to_string(PQbackendPID(conn_));
-  const std::string key = std::to_string(transaction_mark_key);
-  const char* values[] = {key.c_str(), pid.c_str()};
+  // A prepared transaction keeps the virtual transaction ID of the session
+  // that prepared it (its lock on its own transaction ID shows it in
+  // pg_locks): this connection's backend ID, and a local transaction number
+  // above the one the audit saw before this call. Nothing else can have it.
+  const std::string audited = std::to_string(audit_->local_transaction);
+  const char* values[] = {audited.c_str()};
   Result found(PQexecParams(conn_,
                             "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
-                            "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' AND x.transactionid = p.transaction "
-                            "JOIN pg_catalog.pg_locks a ON a.locktype = 'advisory' "
-                            "AND a.virtualtransaction = x.virtualtransaction AND a.classid = $1::pg_catalog.oid "
-                            "AND a.objid = $2::pg_catalog.oid AND a.objsubid = 2",
-                            2, nullptr, values, nullptr, nullptr, 0));
+                            "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' "
+                            "AND x.transactionid = p.transaction AND x.pid IS NULL "
+                            "JOIN pg_catalog.pg_locks me ON me.locktype = 'virtualxid' AND me.pid = pg_catalog.pg_backend_pid() "
+                            "WHERE pg_catalog.split_part(x.virtualtransaction, '/', 1) = "
+                            "pg_catalog.split_part(me.virtualtransaction, '/', 1) "
+                            "AND pg_catalog.split_part(x.virtualtransaction, '/', 2)::bigint > $1::bigint",
+                            1, nullptr, values, nullptr, nullptr, 0));
   if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
     refusal.explanation +=
         " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
@@ -992,6 +1008,164 @@ Refusal PostgresDriver::ended_transaction_refusal() {
   return refusal;
 }
 
+/// What one call sends and what it has learnt so far, passed between the
+/// steps of execute.
+struct PostgresDriver::Call {
+  const Limits& limits;
+  const BoundParameters& bound;
+  std::string statement;
+  Clock::time_point started;
+  SessionTimeouts wanted;
+  /// The set_config preamble, sent before the statement when the session's
+  /// timeouts differ (read-only) and after every read-write statement.
+  std::string timeouts;
+  bool set_timeouts = false;
+  NoticeSink notices;   ///< the statement's
+  NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
+  bool clean = true;    ///< every wrapping step answered as expected
+};
+
+namespace {
+
+/// The prefix that makes a statement a cursor; a position the server reports
+/// in it is shifted back by its length (ASCII: characters and bytes agree).
+constexpr std::string_view cursor_prefix = "DECLARE rawtool_cursor NO SCROLL CURSOR FOR ";
+
+/// A DECLARE that failed for one of these did so because the statement is not
+/// a query a cursor can hold (a syntax error at its first word, SELECT INTO,
+/// data-modifying WITH, or the server's own "cannot open as cursor"), or the
+/// statement has a syntax error of its own; it is then run as it is, and its
+/// own failure, position and message are what the caller sees.
+bool declare_refused_statement(const PGresult* result) {
+  return sqlstate_is(result, "42601") || sqlstate_is(result, "42P11") || sqlstate_is(result, "0A000");
+}
+
+}  // namespace
+
+bool PostgresDriver::send_text(const char* text) {
+  return PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+}
+
+bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
+  return PQsendQueryParams(conn_, text.c_str(), static_cast<int>(call.bound.values.size()), call.bound.types.data(),
+                           call.bound.values.data(), nullptr, nullptr, 0) == 1;
+}
+
+bool PostgresDriver::read_timeouts(Call& call) {
+  if (!call.set_timeouts) return true;
+  const bool applied = drain_query() && expect_sync();
+  session_timeouts_ = applied ? std::optional(call.wanted) : std::nullopt;
+  return applied;
+}
+
+// Read-only: one pipeline, one Sync, one round trip:
+//   [set_config(timeouts) · Sync]  BEGIN READ ONLY · DECLARE cursor FOR
+//   <statement> · FETCH max_rows + 1 · ROLLBACK · unlock · DEALLOCATE ALL · Sync
+// Through the cursor the server makes only the rows the cap can use, where the
+// statement's plan streams. A statement a cursor cannot hold (EXPLAIN, SHOW,
+// COMMIT, ...) costs one more round trip: run as it is, in a new transaction:
+//   ROLLBACK · BEGIN READ ONLY · <statement> · cleanup · Sync
+Outcome PostgresDriver::run_read_only(Call& call) {
+  const std::string declare = std::string(cursor_prefix) + call.statement;
+  const std::string fetch = fmt::format("FETCH FORWARD {} FROM rawtool_cursor", call.limits.max_rows + 1);
+
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
+  sent = sent && send_text("BEGIN READ ONLY") && send_statement(call, declare) && send_text(fetch.c_str()) &&
+         send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
+  if (!sent) return broken_connection();
+
+  call.clean = read_timeouts(call);
+  call.clean = drain_query() && call.clean;  // BEGIN READ ONLY
+  bool as_cursor = true;
+  std::optional<Outcome> outcome;
+  if (Result declared = next_result(); declared != nullptr) {
+    const ExecStatusType status = PQresultStatus(declared.get());
+    if (status == PGRES_FATAL_ERROR && declare_refused_statement(declared.get()) && stop_ == Stop::none &&
+        !cancel_requested_.load()) {
+      as_cursor = false;
+    } else if (status == PGRES_FATAL_ERROR) {
+      outcome = error_outcome(declared.get(), call.limits, call.started);
+      if (auto* failure = std::get_if<Failure>(&*outcome); failure != nullptr && failure->position) {
+        // The server counted the cursor's prefix; the caller's statement starts after it.
+        *failure->position = std::max<std::int64_t>(1, *failure->position - static_cast<std::int64_t>(cursor_prefix.size()));
+      }
+    } else if (status != PGRES_COMMAND_OK) {
+      call.clean = false;
+    }
+    while (next_result() != nullptr) {
+    }
+  }
+  if (as_cursor && !outcome) {
+    outcome = read_statement(call.limits, call.started, true);  // the FETCH
+  } else {
+    drain_query();  // the FETCH, skipped after the failed DECLARE
+  }
+  notices_ = &call.wrapping;
+  if (!as_cursor) {
+    // Nothing of the statement ran: the DECLARE failed before planning. The
+    // cleanup was skipped with the rest of the segment; the ROLLBACK that
+    // opens the next one ends the failed transaction.
+    drain_queries(read_only_cleanup_queries);
+    if (!expect_sync()) return broken_connection_or_stop();
+    call.notices = NoticeSink{};
+    call.notices.budget = call.limits.max_notice_bytes;
+    call.wrapping = NoticeSink{};
+    notices_ = &call.notices;
+    sent = send_text("ROLLBACK") && send_text("BEGIN READ ONLY") && send_statement(call, call.statement) &&
+           send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
+    if (!sent) return broken_connection();
+    call.clean = drain_query() && call.clean;  // ROLLBACK
+    call.clean = drain_query() && call.clean;  // BEGIN READ ONLY
+    outcome = read_statement(call.limits, call.started, false);
+    notices_ = &call.wrapping;
+  }
+  // A statement that failed (or was cancelled) aborted the rest of its
+  // segment, cleanup included, and left the transaction open in error: the
+  // cleanup is sent again on its own. Only failures pay this round trip.
+  bool cleaned = drain_queries(read_only_cleanup_queries);
+  call.clean = expect_sync() && call.clean;
+  if (!cleaned && stop_ == Stop::none) {
+    if (send_read_only_cleanup() && PQpipelineSync(conn_) == 1) {
+      cleaned = drain_queries(read_only_cleanup_queries) && expect_sync();
+    } else {
+      stop_ = Stop::broken;
+    }
+  }
+  call.clean = cleaned && call.clean;
+  return std::move(*outcome);
+}
+
+// Read-write: the statement keeps its own Sync, so that it commits whatever
+// its cleanup does; the cleanup resets the session and sets this call's
+// timeouts again:
+//   [set_config(timeouts) · Sync]  <statement> · Sync  DISCARD ALL · set_config(timeouts) · Sync
+Outcome PostgresDriver::run_read_write(Call& call) {
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
+  sent = sent && send_statement(call, call.statement) && PQpipelineSync(conn_) == 1 &&
+         send_text("DISCARD ALL") &&  // first in its segment: it refuses to run after another statement in one transaction
+         send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
+  if (!sent) return broken_connection();
+
+  call.clean = read_timeouts(call);
+  Outcome outcome = read_statement(call.limits, call.started, false);
+  call.clean = read_commit(outcome, call.limits, call.started) && call.clean;  // the commit can raise notices too
+  notices_ = &call.wrapping;
+  // DISCARD ALL reset the timeouts to the connection's defaults; the
+  // set_config after it put this call's back, so a next call with the same
+  // limits needs no preamble.
+  const bool reset = drain_queries(2) && expect_sync();
+  session_timeouts_ = reset ? std::optional(call.wanted) : std::nullopt;
+  call.clean = reset && call.clean;
+  return outcome;
+}
+
+Unavailable PostgresDriver::broken_connection_or_stop() {
+  if (stop_ == Stop::none) stop_ = Stop::broken;
+  return broken_connection();
+}
+
 Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                                 AccessMode mode) {
   if (sql.size() > limits.max_statement_bytes) {
@@ -1003,7 +1177,6 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   }
   auto bound_or_refusal = bind_parameters(params);
   if (auto* refusal = std::get_if<Refusal>(&bound_or_refusal)) return std::move(*refusal);
-  const BoundParameters& bound = std::get<BoundParameters>(bound_or_refusal);
 
   if (auto unavailable = connect()) return std::move(*unavailable);
   const bool read_only = mode == AccessMode::read_only;
@@ -1013,34 +1186,31 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
       return std::move(*refusal);
     }
   }
-  const bool mark_transaction = read_only && audit_ && audit_->prepared_transactions;
 
-  const auto started = Clock::now();
-  const std::string statement(sql);
-  const SessionTimeouts wanted{limits.statement_timeout, limits.lock_timeout,
-                               limits.statement_timeout + client_grace * 2};
-  const bool set_timeouts = session_timeouts_ != wanted;
-  // Sent ahead of the statement when the session's timeouts differ, and after
-  // every read-write statement's DISCARD ALL.
-  std::string timeouts;
-  if (set_timeouts || !read_only) {
-    timeouts = fmt::format(
+  Call call{.limits = limits,
+            .bound = std::get<BoundParameters>(bound_or_refusal),
+            .statement = std::string(sql),
+            .started = Clock::now(),
+            .wanted = {limits.statement_timeout, limits.lock_timeout, limits.statement_timeout + client_grace * 2},
+            .timeouts = {},
+            .notices = {},
+            .wrapping = {}};
+  call.set_timeouts = session_timeouts_ != call.wanted;
+  if (call.set_timeouts || !read_only) {
+    call.timeouts = fmt::format(
         "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', "
         "'{}', false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
-        wanted.statement.count(), wanted.lock.count(), wanted.idle_in_transaction.count());
+        call.wanted.statement.count(), call.wanted.lock.count(), call.wanted.idle_in_transaction.count());
     if (PQserverVersion(conn_) >= 140000) {
-      timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', false)",
-                              client_check_interval.count());
+      call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', false)",
+                                   client_check_interval.count());
     }
   }
-  const std::string mark =
-      fmt::format("SELECT pg_catalog.pg_advisory_xact_lock_shared({}, pg_catalog.pg_backend_pid())", transaction_mark_key);
+  call.notices.budget = limits.max_notice_bytes;
 
   // Whatever the server sent while the session was idle is parsed now, before
   // the statement's notices are collected: it was not raised by this statement.
   PQisBusy(conn_);
-  NoticeSink notices;
-  notices.budget = limits.max_notice_bytes;
   {
     std::lock_guard lock(cancel_mutex_);
     running_ = true;
@@ -1058,7 +1228,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   cancel_sent_ = false;
   largest_message_ = 0;
   rows_seen_ = 0;
-  deadline_ = started + limits.statement_timeout + client_grace;
+  deadline_ = call.started + limits.statement_timeout + client_grace;
 
   // The statement's notices are collected from before anything is sent until
   // the end of its results (read-only) or its segment's Sync (read-write,
@@ -1079,85 +1249,29 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // in progress. Its notices go to a sink of their own, and any one of them
   // means the statement ended the wrapping (COMMIT, ROLLBACK, PREPARE
   // TRANSACTION): a violation, answered with a refusal, never with rows.
-  notices_ = &notices;
-  bool sent = PQenterPipelineMode(conn_) == 1;
-  const auto send = [&](const char* text) {
-    sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
-  };
-  const auto sync = [&] { sent = sent && PQpipelineSync(conn_) == 1; };
-  const auto send_statement = [&] {
-    sent = sent && PQsendQueryParams(conn_, statement.c_str(), static_cast<int>(params.size()), bound.types.data(),
-                                     bound.values.data(), nullptr, nullptr, 0) == 1;
-  };
-  if (set_timeouts) {
-    send(timeouts.c_str());
-    sync();
-  }
-  if (read_only) {
-    send("BEGIN READ ONLY");
-    if (mark_transaction) send(mark.c_str());
-    send_statement();
-    sent = sent && send_read_only_cleanup();
-    sync();
-  } else {
-    send_statement();
-    sync();
-    send("DISCARD ALL");  // first in its segment: it refuses to run after another statement in one transaction
-    send(timeouts.c_str());
-    sync();
-  }
-  if (!sent) return broken_connection();
+  notices_ = &call.notices;
+  Outcome outcome = read_only ? run_read_only(call) : run_read_write(call);
+  notices_ = nullptr;
+  if (std::holds_alternative<Unavailable>(outcome)) return outcome;
+  return finish(call, std::move(outcome), read_only);
+}
 
-  bool clean = true;
-  if (set_timeouts) {
-    const bool applied = drain_query() && expect_sync();
-    session_timeouts_ = applied ? std::optional(wanted) : std::nullopt;
-    clean = applied;
-  }
-  if (read_only) clean = drain_query() && clean;                        // BEGIN READ ONLY
-  if (mark_transaction) clean = drain_query() && clean;                 // the mark
-  Outcome outcome = read_statement(limits, started);
-  if (!read_only) clean = read_commit(outcome, limits, started) && clean;  // the commit can raise notices too
-  NoticeSink wrapping;  // budget 0: every notice is counted, none kept
-  notices_ = &wrapping;
+Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
   if (auto* rows = std::get_if<Rows>(&outcome)) {
-    rows->notices = std::move(notices.kept);
-    rows->notices_withheld = notices.withheld;
+    rows->notices = std::move(call.notices.kept);
+    rows->notices_withheld = call.notices.withheld;
   } else if (auto* failure = std::get_if<Failure>(&outcome)) {
-    failure->notices = std::move(notices.kept);
-    failure->notices_withheld = notices.withheld;
+    failure->notices = std::move(call.notices.kept);
+    failure->notices_withheld = call.notices.withheld;
   } else if (auto* refusal = std::get_if<Refusal>(&outcome)) {
     // A refusal holds the tool's words only, so the notices themselves go
     // nowhere; how many there were is said, so that none vanishes unmentioned.
-    const std::uint64_t raised = notices.kept.size() + notices.withheld;
+    const std::uint64_t raised = call.notices.kept.size() + call.notices.withheld;
     if (raised != 0)
       refusal->explanation += fmt::format(" It raised {} notice{} before it stopped; a stopped statement's notices are not shown.",
                                           raised, raised == 1 ? "" : "s");
   }
-  if (read_only) {
-    // A statement that failed (or was cancelled) aborted the rest of its
-    // segment, cleanup included, and left the transaction open in error: the
-    // cleanup is sent again on its own. Only failures pay this round trip.
-    bool cleaned = drain_queries(read_only_cleanup_queries);
-    clean = expect_sync() && clean;
-    if (!cleaned && stop_ == Stop::none) {
-      if (send_read_only_cleanup() && PQpipelineSync(conn_) == 1) {
-        cleaned = drain_queries(read_only_cleanup_queries) && expect_sync();
-      } else {
-        stop_ = Stop::broken;
-      }
-    }
-    clean = cleaned && clean;
-  } else {
-    // DISCARD ALL reset the timeouts to the connection's defaults; the
-    // set_config after it put this call's back, so a next call with the same
-    // limits needs no preamble.
-    const bool reset = drain_queries(2) && expect_sync();
-    session_timeouts_ = reset ? std::optional(wanted) : std::nullopt;
-    clean = reset && clean;
-  }
-  notices_ = nullptr;
-  const bool ended_transaction = read_only && (wrapping.withheld != 0 || !wrapping.kept.empty());
+  const bool ended_transaction = read_only && (call.wrapping.withheld != 0 || !call.wrapping.kept.empty());
 
   {
     std::lock_guard lock(cancel_mutex_);
@@ -1188,7 +1302,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     disconnect();
     return outcome;
   }
-  if (!clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+  if (!call.clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
     session_timeouts_.reset();  // DISCARD ALL resets them
     Result rollback(PQexec(conn_, "ROLLBACK"));
     Result discard(PQexec(conn_, "DISCARD ALL"));

@@ -293,10 +293,7 @@ TEST_CASE("a read-only statement that fails leaves the session clean for the nex
     const auto outcome = run(*driver, failing, limits);
     CHECK((std::holds_alternative<Failure>(outcome) || refusal_reason(outcome) == RefusalReason::timeout));
     const Rows& state = expect<Rows>(run(*driver,
-        // The driver's own mark on its read-only transaction (key 1920298076,
-        // taken where prepared transactions are enabled) is not counted.
-        "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
-        "AND classid <> 1920298076) || ' ' || "
+        "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) || ' ' || "
         "current_setting('transaction_read_only') || ' ' || current_setting('statement_timeout')"));
     CHECK(cell(state, 0, 0) == "0 on 5s");
     // The next write still fails as read-only: the failed call's transaction is gone.
@@ -615,15 +612,66 @@ TEST_CASE("a server that stops answering cannot hold a call past the deadline, a
 }
 
 TEST_CASE("rows the statement sent before it failed are counted in the failure", "[postgres]") {
+  const auto url = pg_url();
+  if (!url) return;
+  const std::string failing_third = "SELECT 'ROW_' || i, 1 / (3 - i) FROM generate_series(1, 5) i";
+  // Run as it is (read-write mode, and statements no cursor holds), the rows
+  // stream: two arrive before the failure, and they are counted.
+  auto writer = superuser_driver(*url);
+  const Failure streamed = expect<Failure>(run(*writer, failing_third, {}, AccessMode::read_write));
+  CHECK(bytes_of(streamed.sqlstate) == "22012");
+  CHECK(streamed.rows_before_failure == 2);
+  CHECK(expect<Failure>(run(*writer, "SELECT 1 / 0", {}, AccessMode::read_write)).rows_before_failure == 0);
+  // Read-only, a query runs through a cursor whose FETCH the server finishes
+  // before it sends a row: a failing one sends none, so none is counted.
+  auto reader = rawtool::make_postgres_driver(*pg_url(true));
+  const Failure fetched = expect<Failure>(run(*reader, failing_third));
+  CHECK(bytes_of(fetched.sqlstate) == "22012");
+  CHECK(fetched.rows_before_failure == 0);
+}
+
+TEST_CASE("read-only queries stop at the row cap on the server; other statements run as they are, positions unchanged",
+          "[postgres][limits]") {
   const auto url = pg_url(true);
   if (!url) return;
   auto driver = rawtool::make_postgres_driver(*url);
-  const Failure failure =
-      expect<Failure>(run(*driver, "SELECT 'ROW_' || i, 1 / (3 - i) FROM generate_series(1, 5) i"));
-  CHECK(bytes_of(failure.sqlstate) == "22012");
-  CHECK(failure.rows_before_failure == 2);
-  // A failure before any row counts none.
-  CHECK(expect<Failure>(run(*driver, "SELECT 1 / 0")).rows_before_failure == 0);
+  Limits limits;
+  limits.max_rows = 10;
+  // A cursor fetches max_rows + 1: the server makes no more rows than that.
+  pg_admin("CREATE OR REPLACE FUNCTION drivers_counted(i int) RETURNS int LANGUAGE plpgsql AS "
+           "$$BEGIN PERFORM set_config('drivers.counted', (coalesce(nullif(current_setting('drivers.counted', true), ''), "
+           "'0')::int + 1)::text, true); RETURN i; END$$");
+  const Rows capped = expect<Rows>(run(*driver,
+      "SELECT drivers_counted(g), current_setting('drivers.counted') FROM generate_series(1, 100000) g", limits));
+  CHECK(capped.rows.size() == 10);
+  CHECK(capped.truncation == Truncation::row_cap);
+  CHECK(capped.rows_withheld == 1);
+  CHECK(capped.more_unread);
+  CHECK(cell(capped, 9, 1) == "10");
+  // Exactly max_rows: complete, nothing withheld.
+  const Rows exact = expect<Rows>(run(*driver, "SELECT g FROM generate_series(1, 10) g", limits));
+  CHECK(exact.truncation == Truncation::none);
+  CHECK_FALSE(exact.more_unread);
+  // Parameters reach a query through the cursor.
+  const Rows bound = expect<Rows>(run(*driver, "SELECT $1::int + 1", limits, AccessMode::read_only, {Parameter{std::int64_t{41}}}));
+  CHECK(cell(bound, 0, 0) == "42");
+  // Statements a cursor cannot hold run as they are, with their own replies.
+  for (const char* statement : {"SHOW statement_timeout", "EXPLAIN SELECT 1", "VALUES (1), (2)", "TABLE pg_catalog.pg_am"}) {
+    INFO(statement);
+    CHECK_FALSE(expect<Rows>(run(*driver, statement)).rows.empty());
+  }
+  // Positions are the caller's statement's, whichever way it ran.
+  const Failure syntax = expect<Failure>(run(*driver, "SELECT 1 FROMM x"));
+  CHECK(bytes_of(syntax.sqlstate) == "42601");
+  CHECK(syntax.position == std::optional<std::int64_t>(16));
+  const Failure missing = expect<Failure>(run(*driver, "SELECT * FROM drivers_no_such_table"));
+  CHECK(bytes_of(missing.sqlstate) == "42P01");
+  CHECK(missing.position == std::optional<std::int64_t>(15));
+  const Failure into = expect<Failure>(run(*driver, "SELECT 1 INTO drivers_made"));
+  CHECK(bytes_of(into.sqlstate) == "25006");
+  const auto empty = run(*driver, "  -- nothing  ");
+  CHECK(refusal_reason(empty) == RefusalReason::empty_statement);
+  pg_admin("DROP FUNCTION drivers_counted(int)");
 }
 
 TEST_CASE("a failure whose text passes max_bytes is kept as a prefix, its size and the digest of all of it",

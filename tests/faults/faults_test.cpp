@@ -234,8 +234,9 @@ std::string wait_until_running(const PgCluster& cluster, const std::string& mark
   const auto deadline = Clock::now() + 10s;
   while (Clock::now() < deadline) {
     const std::string pid = cluster.admin(
+        // A read-only query runs as a cursor: while it runs, the backend shows the FETCH.
         "SELECT pid FROM pg_stat_activity WHERE application_name = '" + std::string(application_name) +
-        "' AND state = 'active' AND query LIKE '%" + marker + "%' LIMIT 1");
+        "' AND state = 'active' AND (query LIKE '%" + marker + "%' OR query LIKE 'FETCH FORWARD % FROM rawtool_cursor') LIMIT 1");
     if (!pid.empty()) return pid;
     std::this_thread::sleep_for(20ms);
   }

@@ -350,15 +350,21 @@ TEST_CASE("a cancelled PostgreSQL statement is stopped on the server and gets no
   const auto reader = rawtool::test::pg_url(true);
   if (!url || !reader) return;
   TempDir dir;
+  // The marker names the connection (application_name): a read-only query runs
+  // as a cursor, so what the backend shows while it runs is the FETCH.
+  const std::string marker = "mcp_cancel_" + std::to_string(Clock::now().time_since_epoch().count());
+  const std::string separator = reader->find('?') == std::string::npos ? "?" : "&";
   const auto config = dir.write(
       "config.json",
-      json{{"databases", json::array({json{{"label", "pg"}, {"url", *reader}, {"limits", {{"statement_timeout_ms", 60000}}}}})}}.dump());
+      json{{"databases", json::array({json{{"label", "pg"},
+                                           {"url", *reader + separator + "application_name=" + marker},
+                                           {"limits", {{"statement_timeout_ms", 60000}}}}})}}
+          .dump());
   McpProcess server(config);
   server.initialize();
-  const std::string marker = "mcp_cancel_" + std::to_string(Clock::now().time_since_epoch().count());
   send_call(server, 77, "raw_sql", {{"sql", "SELECT pg_sleep(30) AS " + marker}});
-  const std::string running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%" + marker +
-                              "%' AND pid <> pg_backend_pid()";
+  const std::string running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND application_name = '" +
+                              marker + "' AND query LIKE 'FETCH %' AND pid <> pg_backend_pid()";
   const auto deadline = Clock::now() + 10s;
   while (pg_scalar(*url, running) != "1") {
     REQUIRE(Clock::now() < deadline);

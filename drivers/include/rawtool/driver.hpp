@@ -142,10 +142,12 @@ public:
   ///   - the session's audit (see PostgresOptions) can refuse every statement;
   ///   - a statement that ends the wrapping transaction itself (COMMIT,
   ///     ROLLBACK, END, ABORT, PREPARE TRANSACTION; the closing ROLLBACK's
-  ///     warning shows it) is Refusal{read_only}, never Rows; where the server
-  ///     allows prepared transactions, the driver marks its transaction with
-  ///     an advisory lock, finds the one the statement prepared by that mark
-  ///     and rolls it back, and says so in the refusal;
+  ///     warning shows it) is Refusal{read_only}, never Rows; a transaction it
+  ///     prepared is found by the virtual transaction ID it keeps and rolled
+  ///     back, and the refusal says so;
+  ///   - a query runs through a cursor that fetches limits.max_rows + 1 rows,
+  ///     so the server stops at the row cap; a statement a cursor cannot hold
+  ///     is run as it is, with its own reply and positions;
   ///   - a statement that does not stop when cancelled (it can catch the
   ///     cancel) is ended after the grace: the driver ends its backend from a
   ///     second connection of the same role (pg_terminate_backend), waits for

@@ -8,15 +8,19 @@
 
 #include <libpq-fe.h>
 
+#include <cstdint>
 #include <optional>
 
 namespace rawtool::detail {
 
 struct SessionAudit {
   DatabaseReport report;
-  /// max_prepared_transactions > 0: the driver marks its read-only
-  /// transactions so that one a statement prepared can be found and rolled back.
+  /// max_prepared_transactions > 0: a statement can prepare its transaction.
   bool prepared_transactions = false;
+  /// The local part of the audit's own virtual transaction ID: every later
+  /// transaction of this connection has a larger one, and a transaction it
+  /// prepares keeps it (see PostgresDriver::ended_transaction_refusal).
+  std::uint64_t local_transaction = 0;
 };
 
 /// Runs the audit on `conn` (one round trip). std::nullopt when the server

@@ -28,6 +28,9 @@ public:
 
   [[nodiscard]] bool has_columns() const noexcept { return !rows_.columns.empty(); }
 
+  /// Why reading stopped keeping rows, if it did.
+  [[nodiscard]] Truncation truncation() const noexcept { return rows_.truncation; }
+
   /// True while every row offered so far was kept.
   [[nodiscard]] bool open() const noexcept { return rows_.truncation == Truncation::none; }
 
