@@ -342,6 +342,20 @@ TEST_CASE("syslog gets the lines when the configuration names it, through /dev/l
   REQUIRE(pointer.has_value());
   CHECK(pointer->where == "syslog (identity rawtool)");
 
+  // With nothing listening at /dev/log, syslog(3) would drop every line
+  // silently: the command stops at start instead, naming what chose syslog.
+  ScratchFolder empty_dev;
+  RunOptions unheard = options;
+  unheard.launcher.back() = empty_dev.path().string();
+  const auto from_config = run_rawtool(args({"certified", "--config", config}), unheard);
+  CHECK(from_config.exit_status == 2);
+  CHECK(from_config.out.empty());
+  CHECK_THAT(from_config.err, Catch::Contains("configuration error: log.destination: is syslog, but /dev/log is not a socket"));
+  const auto from_flag =
+      run_rawtool(args({"certified", "--config", shop.config("plain.json").string(), "--log", "syslog"}), unheard);
+  CHECK(from_flag.exit_status == 2);
+  CHECK_THAT(from_flag.err, Catch::Contains("--log: is syslog, but /dev/log is not a socket"));
+
   std::vector<std::string> messages;
   for (;;) {
     pollfd fd{listener, POLLIN, 0};

@@ -124,7 +124,8 @@ std::unique_ptr<Tool> open_configured(CommandConfig command) {
   try {
     return Tool::open(std::move(command.config));
   } catch (const ConfigError& e) {
-    if (e.field() != "log.path" || source == LogSource::configuration) throw;
+    const bool about_log = e.field() == "log.path" || e.field() == "log.destination";
+    if (!about_log || source == LogSource::configuration) throw;
     if (source == LogSource::flag) throw UsageError("--log: " + problem_of(e));
     throw ConfigError("log", "the default operator log file " + default_log_file().string() + " " + problem_of(e) +
                                  "; name a destination with --log or the configuration's log key");

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -150,6 +151,9 @@ struct OperatorLog::Destination {
         ::syslog(syslog_priority(level), "%s", line.c_str());
         return {};
       case LogDestination::file: {
+        // One write(2) on O_APPEND puts the line at the end whole. Only a
+        // short write (a full disk, a signal) is continued, and only then can
+        // another appender's line come between the two parts.
         line.push_back('\n');
         const int error = write_all(fd, line);
         if (error == 0) return {};
@@ -193,6 +197,12 @@ std::shared_ptr<OperatorLog> OperatorLog::open(const LogConfig& config, LogSink 
     }
     destination->fd = fd;
   } else if (destination->kind == LogDestination::syslog) {
+    // syslog(3) drops a line silently when nothing listens; say so at start instead.
+    struct stat socket_info {};
+    if (::stat(_PATH_LOG, &socket_info) != 0 || !S_ISSOCK(socket_info.st_mode)) {
+      throw ConfigError("log.destination",
+                        "is syslog, but " _PATH_LOG " is not a socket here: no syslog daemon or journal listens");
+    }
     static std::once_flag opened;
     // The identity must outlive every syslog() call: a literal does.
     std::call_once(opened, [] { ::openlog("rawtool", LOG_PID | LOG_NDELAY, LOG_USER); });

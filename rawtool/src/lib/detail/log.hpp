@@ -29,7 +29,8 @@ public:
   /// Opens what `config` names (stderr when it names nothing), or hands every
   /// line to `sink` instead when one is given (config.level still applies).
   /// Throws ConfigError naming "log.path" when the file cannot be opened for
-  /// appending, and naming "log" when a file destination has no path.
+  /// appending or a file destination has no path, and naming
+  /// "log.destination" for syslog when nothing listens at /dev/log.
   static std::shared_ptr<OperatorLog> open(const LogConfig& config, LogSink sink = {});
 
   ~OperatorLog();
