@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -226,27 +227,36 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
 }
 
 nlohmann::json failure_log_record(const Failure& f) {
+  // Every untrusted member is bounded (to_log_json), and so is the number of
+  // notices, so that a record stays a few tens of KiB whatever the database
+  // sent; withheld_sha256 still covers every byte of every field and notice
+  // (the driver's digest of the whole fields, for a failure it withheld).
   nlohmann::json record = {
       {"engine", std::string(engine_name(f.engine))},
-      {"severity", to_json(f.severity)},
-      {"sqlstate", to_json(f.sqlstate)},
+      {"severity", to_log_json(f.severity)},
+      {"sqlstate", to_log_json(f.sqlstate)},
       {"sqlite_code", f.sqlite_code ? nlohmann::json(*f.sqlite_code) : nlohmann::json(nullptr)},
       {"position", f.position ? nlohmann::json(*f.position) : nlohmann::json(nullptr)},
       {"internal_position", f.internal_position ? nlohmann::json(*f.internal_position) : nlohmann::json(nullptr)},
-      {"statement", to_json(f.statement)},
+      {"statement", to_log_json(f.statement)},
       {"withheld_sha256", withheld_sha256(f)},
       {"notices_withheld", f.notices_withheld},
       {"rows_before_failure", f.rows_before_failure},
   };
+  // A failure the driver withheld for its size holds only the start of each
+  // field: "withheld" gives the size and digest of the whole fields.
   if (f.withheld) record["withheld"] = {{"bytes", f.withheld->bytes}, {"sha256", f.withheld->sha256}, {"prefix_bytes_per_field", Failure::failure_prefix_bytes}};
-  for (const auto& field : prose_fields(f)) record[std::string(field.member)] = to_json(*field.value);
+  for (const auto& field : prose_fields(f)) record[std::string(field.member)] = to_log_json(*field.value);
   nlohmann::json notices = nlohmann::json::array();
-  for (const auto& n : f.notices) {
-    nlohmann::json item = {{"severity", to_json(n.severity)}, {"sqlstate", to_json(n.sqlstate)}};
-    for (const auto& field : notice_fields(n)) item[std::string(field.member)] = to_json(*field.value);
+  const std::size_t logged = std::min(f.notices.size(), log_notices_kept);
+  for (std::size_t i = 0; i < logged; ++i) {
+    const Notice& n = f.notices[i];
+    nlohmann::json item = {{"severity", to_log_json(n.severity)}, {"sqlstate", to_log_json(n.sqlstate)}};
+    for (const auto& field : notice_fields(n)) item[std::string(field.member)] = to_log_json(*field.value);
     notices.push_back(std::move(item));
   }
   record["notices"] = std::move(notices);
+  record["notices_not_logged"] = f.notices.size() - logged;
   return record;
 }
 

@@ -16,7 +16,7 @@ TEST_CASE("rawtool demo exits 0, shows each part, and leaves no files behind", "
   INFO(result.out << result.err);
   REQUIRE(result.exit_status == 0);
   for (const char* part : {"1. Raw query", "2. Raw failure", "text surface", "structured surface",
-                           "3. Certified query", "4. Certified failure", "server log"}) {
+                           "3. Certified query", "4. Certified failure", "operator log", "the agent never sees it"}) {
     CHECK_THAT(result.out, Catch::Contains(part));
   }
   // The raw failure carries the planted words, quoted; the certified failure's

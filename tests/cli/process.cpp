@@ -51,7 +51,7 @@ RunResult run_rawtool(const std::vector<std::string>& args, const RunOptions& op
   }
 
   const std::string binary = rawtool_binary().string();
-  std::vector<std::string> argv_storage;
+  std::vector<std::string> argv_storage = options.launcher;
   argv_storage.push_back(binary);
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -78,7 +78,11 @@ RunResult run_rawtool(const std::vector<std::string>& args, const RunOptions& op
         ::unsetenv(name.c_str());
       }
     }
-    ::execv(binary.c_str(), argv.data());
+    if (options.launcher.empty()) {
+      ::execv(binary.c_str(), argv.data());
+    } else {
+      ::execvp(argv.front(), argv.data());
+    }
     ::_exit(127);
   }
 

@@ -17,6 +17,10 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::optional<std::string>>> env;
   /// Give the child a pseudo-terminal as stdout instead of a pipe.
   bool stdout_is_terminal = false;
+  /// A program that starts the binary: the child runs these words (found on
+  /// PATH), then the binary's path and the arguments. Empty: the binary runs
+  /// directly.
+  std::vector<std::string> launcher;
 };
 
 struct RunResult {

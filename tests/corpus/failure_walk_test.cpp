@@ -7,6 +7,7 @@
 
 #include <rawtool/corpus.hpp>
 #include <rawtool/render/failure.hpp>
+#include <rawtool/render/json.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -196,4 +197,42 @@ TEST_CASE("a case refused for budget is shown exactly once the budget allows it"
       },
       roomy);
   CHECK(budget_cases > 0);
+}
+
+TEST_CASE("the FAILURE log record carries each field exactly, or a bounded prefix with its size, as one line of ASCII",
+          "[corpus][failure][log]") {
+  const auto cases = corpus::load_failures();
+  std::size_t bounded = 0;
+  for (const auto& c : cases) {
+    for (const auto field : c.fields) {
+      for (const auto engine : {Engine::postgresql, Engine::sqlite}) {
+        if (engine == Engine::sqlite && corpus::is_code_field(field)) continue;
+        INFO(c.source << " case " << c.name << ", field " << corpus::field_name(field));
+        const nlohmann::json record = rawtool::render::failure_log_record(corpus::failure_for(c, field, engine));
+        const std::string problem = walk::structured_round_trip_problem(record);
+        INFO(problem);
+        CHECK(problem.empty());
+        CHECK(rawtool::render::dump(record).size() < 48 * 1024);
+        const nlohmann::json* member = nullptr;
+        if (field == corpus::FailureField::notice) {
+          member = &record.at("notices").at(0).at("message");
+        } else if (field == corpus::FailureField::notice_severity) {
+          member = &record.at("notices").at(0).at("severity");
+        } else if (field == corpus::FailureField::notice_sqlstate) {
+          member = &record.at("notices").at(0).at("sqlstate");
+        } else {
+          member = &record.at(std::string(corpus::field_name(field)));
+        }
+        if (member->is_object() && member->contains("truncated")) {
+          ++bounded;
+          const auto kept = member->at("kept_bytes").get<std::size_t>();
+          CHECK(member->at("bytes") == c.bytes.size());
+          CHECK(rawtool::test::json_bytes(member->at("prefix")) == c.bytes.substr(0, kept));
+        } else {
+          CHECK(rawtool::test::json_bytes(*member) == c.bytes);
+        }
+      }
+    }
+  }
+  CHECK(bounded > 0);  // the corpus's long cases reach the bound
 }

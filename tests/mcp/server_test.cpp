@@ -5,6 +5,8 @@
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
 
+#include "lib/detail/log.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -12,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -116,10 +119,41 @@ private:
   std::vector<std::thread::id> threads_;
 };
 
-// run_server on a thread, with pipes for its input and output.
+// The lines an operator log received, through the library's sink.
+class CapturedLines {
+public:
+  rawtool::LogSink sink() {
+    return [this](std::string_view line) {
+      std::lock_guard lock(mutex_);
+      lines_.emplace_back(line);
+    };
+  }
+  std::vector<json> records() const {
+    std::lock_guard lock(mutex_);
+    std::vector<json> out;
+    for (const auto& line : lines_) out.push_back(json::parse(line));
+    return out;
+  }
+  std::string all() const {
+    std::lock_guard lock(mutex_);
+    std::string out;
+    for (const auto& line : lines_) out += line + "\n";
+    return out;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// run_server on a thread, with pipes for its input and output, and an
+// operator log that keeps its lines.
 class Harness {
 public:
-  explicit Harness(ServerLimits limits = {}) {
+  explicit Harness(ServerLimits limits = {}, rawtool::LogLevel level = rawtool::LogLevel::debug) {
+    rawtool::LogConfig log_config;
+    log_config.level = level;
+    log_ = rawtool::detail::OperatorLog::open(log_config, log.sink());
     std::array<int, 2> in{};
     std::array<int, 2> out{};
     REQUIRE(::pipe2(in.data(), O_CLOEXEC) == 0);
@@ -131,7 +165,7 @@ public:
     description_.tools = describe_tools(settings);
     description_.instructions = server_instructions(settings);
     server_ = std::thread([this, limits, server_in = in[0], server_out = out[1]] {
-      status_ = run_server(backend, description_, server_in, server_out, limits);
+      status_ = run_server(backend, description_, server_in, server_out, limits, *log_);
       ::close(server_in);
       ::close(server_out);
       done_ = true;
@@ -204,8 +238,10 @@ public:
   }
 
   ScriptedBackend backend;
+  CapturedLines log;
 
 private:
+  std::shared_ptr<rawtool::detail::OperatorLog> log_;
   ServerDescription description_;
   std::thread server_;
   int write_fd_ = -1;
@@ -383,6 +419,43 @@ TEST_CASE("a backend that throws gives an internal error without its text, and s
   REQUIRE(answer->dump().find("driver text") == std::string::npos);
   harness.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
   REQUIRE((*harness.read(2s))["id"] == 2);
+  // The operator log has the event in rawtool's words, and not the exception's.
+  bool logged = false;
+  for (const json& record : harness.log.records()) {
+    logged = logged || (record["event"] == "internal_error" && record["component"] == "mcp" && record["level"] == "error");
+  }
+  CHECK(logged);
+  CHECK(harness.log.all().find("driver text") == std::string::npos);
+}
+
+TEST_CASE("the server's own events reach the operator log with their levels, and the level setting filters them",
+          "[mcp][server][log]") {
+  {
+    Harness harness(limits_with(1), rawtool::LogLevel::warn);
+    // A response to a request the server never sent is ignored, and logged as odd.
+    harness.send(R"({"jsonrpc":"2.0","id":77,"result":{}})");
+    harness.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+    REQUIRE((*harness.read(2s))["id"] == 2);
+    harness.close_input();
+    REQUIRE(harness.wait_done(5s));
+    const auto records = harness.log.records();
+    REQUIRE(records.size() == 1);  // serving and stopped are info: below warn
+    CHECK(records[0]["event"] == "ignored");
+    CHECK(records[0]["level"] == "warn");
+    CHECK(records[0]["component"] == "mcp");
+    CHECK(records[0]["detail"] == "a response to a request the server never sent");
+  }
+  {
+    Harness harness(limits_with(1), rawtool::LogLevel::info);
+    harness.close_input();
+    REQUIRE(harness.wait_done(5s));
+    std::vector<std::string> events;
+    for (const json& record : harness.log.records()) {
+      CHECK(record["level"] == "info");
+      events.push_back(record["event"].get<std::string>());
+    }
+    CHECK(events == std::vector<std::string>{"serving", "stopped"});
+  }
 }
 
 TEST_CASE("CRLF line ends and blank lines are accepted", "[mcp][server]") {

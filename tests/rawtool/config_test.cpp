@@ -134,6 +134,18 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
       {"{" + one_db + R"(, "render": "plain"})", "render"},
       {"{" + one_db + R"(, "max_concurrent_calls": 0})", "max_concurrent_calls"},
       {"{" + one_db + R"(, "max_concurrent_calls": 2.0})", "max_concurrent_calls"},
+      {"{" + one_db + R"(, "log": "stderr"})", "log"},
+      {"{" + one_db + R"(, "log": {"destination": "journal"}})", "log.destination"},
+      {"{" + one_db + R"(, "log": {"destination": 1}})", "log.destination"},
+      {"{" + one_db + R"(, "log": {"destination": "file"}})", "log.path"},
+      {"{" + one_db + R"(, "log": {"destination": "syslog", "path": "a.log"}})", "log.path"},
+      {"{" + one_db + R"(, "log": {"destination": "stderr", "path": "a.log"}})", "log.path"},
+      {"{" + one_db + R"(, "log": {"path": ""}})", "log.path"},
+      {"{" + one_db + R"(, "log": {"path": 7}})", "log.path"},
+      {"{" + one_db + R"(, "log": {"path": "a\u0000b.log"}})", "log.path"},
+      {"{" + one_db + R"(, "log": {"level": "verbose"}})", "log.level"},
+      {"{" + one_db + R"(, "log": {"level": 3}})", "log.level"},
+      {"{" + one_db + R"(, "log": {"file": "a.log"}})", "log.file"},
   };
   for (const Case& c : cases) {
     INFO(c.json);
@@ -148,6 +160,8 @@ TEST_CASE("a configuration error never quotes the operator's value", "[config]")
   CHECK_FALSE(rawtool::test::contains(
       error_text(R"({"databases": [{"path": "a.db", "access": "CANARY"}]})"), "CANARY"));
   CHECK_FALSE(rawtool::test::contains(error_text("{" + one_db + R"(, "catalog_prose": "CANARY"})"), "CANARY"));
+  CHECK_FALSE(rawtool::test::contains(error_text("{" + one_db + R"(, "log": {"destination": "CANARY"}})"), "CANARY"));
+  CHECK_FALSE(rawtool::test::contains(error_text("{" + one_db + R"(, "log": {"level": "CANARY"}})"), "CANARY"));
   // A key that is not a plain identifier is described, not shown.
   std::string text = error_text("{" + one_db + R"(, "CANARY\u001b[2J": 1})");
   CHECK_FALSE(rawtool::test::contains(text, "CANARY"));
@@ -177,6 +191,10 @@ TEST_CASE("every key left out takes its documented default", "[config]") {
   CHECK(c.render.budget == 16 * 1024);
   CHECK(c.render.show_statement);
   CHECK(c.max_concurrent_calls == 4);
+  // No log destination: the program that opens the Tool chooses.
+  CHECK_FALSE(c.log.destination.has_value());
+  CHECK(c.log.path.empty());
+  CHECK(c.log.level == rawtool::LogLevel::info);
 }
 
 TEST_CASE("every key set in the file reaches the configuration", "[config]") {
@@ -194,7 +212,8 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
     "catalog": "queries.json",
     "catalog_prose": "omitted",
     "render": {"ascii_only": true, "budget_bytes": 4096, "show_statement": false},
-    "max_concurrent_calls": 9
+    "max_concurrent_calls": 9,
+    "log": {"destination": "file", "path": "logs/rawtool.log", "level": "debug"}
   })",
                                    "/etc/rawtool");
   REQUIRE(c.databases.size() == 3);
@@ -221,6 +240,37 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
   CHECK(c.render.budget == 4096);
   CHECK_FALSE(c.render.show_statement);
   CHECK(c.max_concurrent_calls == 9);
+  CHECK(c.log.destination == rawtool::LogDestination::file);
+  CHECK(c.log.path == "/etc/rawtool/logs/rawtool.log");
+  CHECK(c.log.level == rawtool::LogLevel::debug);
+}
+
+TEST_CASE("the log key names each destination and level; a path alone means a file", "[config][log]") {
+  NoDatabaseEnvironment env;
+  using rawtool::LogDestination;
+  using rawtool::LogLevel;
+  auto log_of = [](const std::string& log) { return parse_config("{" + one_db + R"(, "log": )" + log + "}", "/srv").log; };
+  CHECK(log_of(R"({"destination": "syslog"})").destination == LogDestination::syslog);
+  CHECK(log_of(R"({"destination": "stderr"})").destination == LogDestination::standard_error);
+  const rawtool::LogConfig file = log_of(R"({"path": "../var/op.log"})");
+  CHECK(file.destination == LogDestination::file);
+  CHECK(file.path == "/var/op.log");
+  CHECK(log_of(R"({"path": "/abs/op.log"})").path == "/abs/op.log");
+  CHECK_FALSE(log_of("{}").destination.has_value());
+  CHECK(log_of(R"({"level": "error"})").level == LogLevel::error);
+  CHECK(log_of(R"({"level": "warn"})").level == LogLevel::warn);
+  CHECK(log_of(R"({"level": "info"})").level == LogLevel::info);
+  CHECK(log_of(R"({"level": "debug"})").level == LogLevel::debug);
+  for (LogLevel level : {LogLevel::error, LogLevel::warn, LogLevel::info, LogLevel::debug}) {
+    CHECK(rawtool::log_level_from_name(rawtool::log_level_name(level)) == level);
+  }
+  CHECK_FALSE(rawtool::log_level_from_name("ERROR").has_value());
+
+  // Built in code, a file destination without a path is refused too.
+  rawtool::Config c;
+  c.databases.push_back(rawtool::database_for_target(":memory:"));
+  c.log.destination = LogDestination::file;
+  CHECK_THROWS_WITH(rawtool::validate_config(c), Catch::StartsWith("log.path: "));
 }
 
 TEST_CASE("a database left out comes from RAWTOOL_DATABASE_URL before the PG* environment", "[config]") {

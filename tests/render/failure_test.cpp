@@ -1,6 +1,7 @@
 #include <rawtool/render/failure.hpp>
 #include <rawtool/render/json.hpp>
 
+#include "digest.hpp"
 #include "oracle.hpp"
 #include "untrusted_bytes.hpp"
 
@@ -343,4 +344,53 @@ TEST_CASE("a failure the driver withheld for its size is refused with its size a
   const auto record = rawtool::render::failure_log_record(f);
   CHECK(record["withheld"]["bytes"] == 200000000);
   CHECK(record["withheld"]["sha256"] == std::string(64, 'a'));
+}
+
+TEST_CASE("a failure with a 200 MB message has a log record under 64 KiB with the message's size and SHA-256",
+          "[render][failure][log]") {
+  Failure f = sample_failure();
+  std::string huge(200'000'000, 'E');
+  const std::string expected_digest = rawtool::test::sha256_hex(huge);
+  f.message = Untrusted(std::move(huge));
+  const auto record = rawtool::render::failure_log_record(f);
+  const std::string line = rawtool::render::dump(record);
+  CHECK(line.size() <= 64 * 1024);
+  const auto& message = record["message"];
+  CHECK(message["truncated"] == true);
+  CHECK(message["bytes"] == 200'000'000);
+  CHECK(message["sha256"] == expected_digest);
+  CHECK(rawtool::test::json_bytes(message["prefix"]) == std::string(message["kept_bytes"].get<std::size_t>(), 'E'));
+  // The short fields beside it are still carried exactly, and the digest of
+  // everything is the one a refusal would show.
+  CHECK(rawtool::test::json_bytes(record["hint"]) == rawtool::test::bytes_of(f.hint));
+  CHECK(record["withheld_sha256"] == rawtool::render::withheld_sha256(f));
+}
+
+TEST_CASE("however large and hostile every field and however many notices, a failure's log record stays under 48 KiB",
+          "[render][failure][log]") {
+  // Control bytes cost six characters each in dump(), the most any byte costs.
+  const std::string worst(100'000, '\x01');
+  const std::string invalid(100'000, '\xff');
+  for (const std::string* filler : {&worst, &invalid}) {
+    Failure f;
+    for (Untrusted* field : {&f.severity, &f.sqlstate, &f.message, &f.detail, &f.hint, &f.context, &f.internal_query,
+                             &f.schema, &f.table, &f.column, &f.datatype, &f.constraint, &f.statement}) {
+      *field = Untrusted(*filler);
+    }
+    for (int i = 0; i < 1000; ++i) {
+      Notice n;
+      for (Untrusted* field : {&n.severity, &n.sqlstate, &n.message, &n.detail, &n.hint, &n.context}) *field = Untrusted(*filler);
+      f.notices.push_back(n);
+    }
+    f.notices_withheld = 123456;
+    const auto record = rawtool::render::failure_log_record(f);
+    const std::string line = rawtool::render::dump(record);
+    INFO(line.size());
+    CHECK(line.size() < 48 * 1024);
+    CHECK(record["notices"].size() == rawtool::render::log_notices_kept);
+    CHECK(record["notices_not_logged"] == 1000 - rawtool::render::log_notices_kept);
+    CHECK(record["notices_withheld"] == 123456);
+    CHECK(record["statement"]["truncated"] == true);
+    CHECK(record["notices"][3]["context"]["bytes"] == filler->size());
+  }
 }

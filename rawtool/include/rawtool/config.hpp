@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rawtool/driver.hpp>
+#include <rawtool/log.hpp>
 #include <rawtool/render/options.hpp>
 
 #include <cstddef>
@@ -81,6 +82,13 @@ struct DatabaseConfig {
 ///     budget_bytes        integer 1024..67108864, default 16384
 ///     show_statement      boolean, default true
 ///   max_concurrent_calls  integer 1..1024, default 4
+///   log                   object:
+///     destination         "file", "syslog" or "stderr". Default: not set, the
+///                         program decides (see LogConfig::destination).
+///     path                string: the file (relative to the configuration
+///                         file's folder); required with "file", implies it
+///                         when destination is left out, refused with the others.
+///     level               "error", "warn", "info" (default) or "debug".
 struct Config {
   /// The first database is the default one.
   std::vector<DatabaseConfig> databases;
@@ -93,6 +101,8 @@ struct Config {
   render::RenderOptions render;
   /// Tool calls served at once by the MCP server.
   std::size_t max_concurrent_calls = 4;
+  /// The operator log.
+  LogConfig log;
 };
 
 /// Parses a JSON configuration. Relative paths resolve against `base_dir`.

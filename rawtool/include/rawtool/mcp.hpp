@@ -18,8 +18,10 @@ struct ServerOptions {
 
 /// Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0) for
 /// `tool`, reading requests from `in_fd` and writing only protocol messages to
-/// `out_fd`, until end of input. Logs go to stderr as JSON lines. Returns the
-/// process exit status (0). Blocks the calling thread.
+/// `out_fd`, until end of input. The server's own events (serving, stopped,
+/// ignored, output_closed, internal_error; component "mcp") go to the Tool's
+/// operator log, beside the Tool's own. Returns the process exit status (0).
+/// Blocks the calling thread.
 ///
 /// Protocol versions 2025-11-25 (answered by default), 2025-06-18, 2025-03-26
 /// and 2024-11-05; capabilities: tools only. Tools: raw_sql (only when the raw

@@ -16,6 +16,10 @@
 
 namespace rawtool {
 
+namespace detail {
+struct ToolInternals;
+}
+
 /// One reply, both halves. `is_error` is true for failures, refusals and
 /// statuses; the text and structured halves always describe the same thing.
 struct Reply {
@@ -48,19 +52,15 @@ struct CallOptions {
   Cancellation* cancellation = nullptr;
 };
 
-/// Receives one complete log line (a JSON object serialised with render::dump,
-/// no trailing newline). Called from the calling thread of a tool call;
-/// may be called from many threads at once. If it throws, the line goes to
-/// stderr instead.
-using LogSink = std::function<void(std::string_view line)>;
-
 /// Makes the driver for one pooled connection. Called lazily, from a calling
 /// thread, at most pool_size times per database at a time.
 using DriverFactory = std::function<std::unique_ptr<Driver>(const DatabaseConfig& database)>;
 
 /// How a Tool talks to the world outside the configuration file.
 struct ToolOptions {
-  /// Where log lines go; empty means stderr, one line per write.
+  /// Where log lines go, in place of the configuration's log destination (its
+  /// level still applies). Empty: the destination Config::log names, opened by
+  /// Tool::open; stderr when it names none.
   LogSink log;
   /// Where drivers come from; empty means the real drivers (make_postgres_driver
   /// for PostgreSQL targets, make_sqlite_driver for SQLite paths). Tests put a
@@ -91,8 +91,10 @@ struct DatabaseCheck {
 /// a Reply.
 class Tool {
 public:
-  /// Validates the configuration and loads the catalog. Throws ConfigError
-  /// before anything is served; does not connect.
+  /// Validates the configuration, loads the catalog and opens the operator
+  /// log (a file named by the configuration is created if missing; one that
+  /// cannot be opened for appending is a ConfigError naming log.path). Throws
+  /// ConfigError before anything is served; does not connect.
   static std::unique_ptr<Tool> open(Config config);
   static std::unique_ptr<Tool> open(Config config, ToolOptions options);
   ~Tool();
@@ -107,9 +109,11 @@ public:
   /// A pinned query by name with bound parameters (a JSON object; values of
   /// the declared type, or strings in that type's textual form). On failure:
   /// a status from the closed set and a log reference, no database text; the
-  /// complaint goes to the log as one JSON line under that reference:
-  /// {"event":"certified_failure","reference":...,"query":...,"status":...,
-  ///  "failure"|"refusal"|"complaint"|"problem":...}.
+  /// complaint goes to the operator log as one JSON line under that reference,
+  /// at level error: {"ts":...,"level":"error","component":"tool",
+  /// "event":"certified_failure","reference":...,"query":...,"status":...,
+  /// "database":..., "failure"|"refusal"|"complaint"|"problem"|"arguments":...}
+  /// (the README's log schema lists every event).
   Reply certified(std::string_view name, const nlohmann::json& params, const CallOptions& options = {});
 
   /// The catalog: names, parameters, and descriptions as the catalog_prose
@@ -128,6 +132,7 @@ public:
   [[nodiscard]] const Catalog& catalog() const noexcept;
 
 private:
+  friend struct detail::ToolInternals;  // the MCP server writes its events to the same log
   struct Impl;
   explicit Tool(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

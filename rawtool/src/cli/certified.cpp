@@ -14,19 +14,21 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool certified [--config FILE] [--db URL|PATH] [--json] NAME [key=value...]\n"
+    "Usage: rawtool certified [--config FILE] [--db URL|PATH] [--json] [--log FILE|syslog|stderr]\n"
+    "                         [--log-level LEVEL] NAME [key=value...]\n"
     "\n"
     "Runs the pinned query NAME from the configured catalog with its parameters\n"
     "bound (never spliced into SQL). Each value is given in its type's textual\n"
     "form: 42, 3.5, true, 2024-05-01, some text. On failure only a status from a\n"
     "closed set and a log reference are printed; the database's complaint goes to\n"
-    "the log on stderr under that reference.\n"
+    "the operator log under that reference, and one line on stderr says where.\n"
+    "By default the operator log is $XDG_STATE_HOME/rawtool/rawtool.log (or\n"
+    "~/.local/state/rawtool/rawtool.log), never stdout or stderr.\n"
     "\n"
     "Options:\n"
     "  --config FILE   configuration file (JSON) naming the catalog; see the README\n"
     "  --db URL|PATH   the database, replacing the configuration's first target\n"
-    "  --json          print the structured surface (one JSON line) instead of text\n"
-    "\n";
+    "  --json          print the structured surface (one JSON line) instead of text\n";
 
 nlohmann::json parameters_from(const std::vector<std::string>& pairs) {
   nlohmann::json params = nlohmann::json::object();
@@ -49,7 +51,7 @@ nlohmann::json parameters_from(const std::vector<std::string>& pairs) {
 int run_certified(Arguments argv) {
   const Args args(argv, database_options);
   if (args.help()) {
-    write_all(1, std::string(help) + std::string(exit_status_help));
+    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help));
     return static_cast<int>(Exit::ok);
   }
   const auto& positionals = args.positionals();
@@ -57,9 +59,11 @@ int run_certified(Arguments argv) {
     throw UsageError("no query name given");
   }
   const nlohmann::json params = parameters_from({positionals.begin() + 1, positionals.end()});
-  auto tool = open_tool(args);
+  auto tool = open_tool(args, LogDefault::state_file);
   const Reply reply = tool->certified(positionals.front(), params);
-  return static_cast<int>(print_reply(reply, args.flag("--json")));
+  const Exit status = print_reply(reply, args.flag("--json"));
+  print_log_pointer("certified", reply, tool->config().log);
+  return static_cast<int>(status);
 }
 
 }  // namespace rawtool::cli

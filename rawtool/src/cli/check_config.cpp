@@ -21,7 +21,9 @@ constexpr std::string_view help =
     "\n"
     "Reads the configuration and its catalog exactly as `rawtool mcp` would and\n"
     "reports the first problem, naming the field. Prints a short summary when the\n"
-    "configuration can be served. Without --connect it connects to no database.\n"
+    "configuration can be served. It opens the log file the configuration names\n"
+    "(creating it if missing), so that one that cannot be written is reported\n"
+    "now. Without --connect it connects to no database.\n"
     "\n"
     "With --connect it also connects to every configured database and reports,\n"
     "per database, the server's version and encoding, the role, and every hazard\n"
@@ -122,6 +124,21 @@ int run_check_config(Arguments argv) {
   summary += config.catalog ? "loaded" : "none";
   summary += "; catalog_prose ";
   summary += config.render.catalog_prose == render::CatalogProse::quoted ? "quoted" : "omitted";
+  summary += "; log ";
+  if (config.log.destination) {
+    summary += log_destination_name(*config.log.destination);
+    if (*config.log.destination == LogDestination::file) {
+      // The operator's own path, escaped like a cell.
+      summary += ' ';
+      render::append_escaped(summary, Untrusted(config.log.path.string()), render::EscapeContext::cell,
+                             render::RenderOptions{});
+    }
+  } else {
+    summary += "not set (rawtool mcp: stderr; query, certified, catalog: $XDG_STATE_HOME/rawtool/rawtool.log or "
+               "~/.local/state/rawtool/rawtool.log)";
+  }
+  summary += ", level ";
+  summary += log_level_name(config.log.level);
   summary += '\n';
   write_all(1, summary);
   if (args.flag("--connect") && print_connect_check(*tool) != 0) return static_cast<int>(Exit::failure);

@@ -39,7 +39,7 @@ constexpr std::string_view help =
     "  2. a raw failure whose text comes from that review, on the text surface\n"
     "     and on the structured surface;\n"
     "  3. a certified query;\n"
-    "  4. a certified failure: only a status and a log reference, with the server\n"
+    "  4. a certified failure: only a status and a log reference, with the operator\n"
     "     log line for that reference beside it.\n"
     "The temporary folder is removed at the end.\n"
     "\n"
@@ -195,7 +195,8 @@ int run_demo(Arguments argv) {
   config.catalog = catalog_file;
 
   // The certified path logs each failure's complaint under its reference. The
-  // demo keeps those lines to show them beside the status the agent gets.
+  // demo keeps those lines (through the library's log sink, in place of any
+  // destination) to show them beside the status the agent gets.
   std::mutex log_mutex;
   std::vector<std::string> log_lines;
   ToolOptions tool_options;
@@ -251,7 +252,7 @@ int run_demo(Arguments argv) {
   const Reply status = tool->certified("product_reviews", nlohmann::json{{"product_id", "2"}});
   print_text_surface(status.text);
   as_expected = as_expected && status.is_error;
-  subheading("server log (stderr of rawtool, for the operator; the agent never sees it)");
+  subheading("operator log (rawtool's log for the operator, under that reference; the agent never sees it)");
   {
     const std::lock_guard lock(log_mutex);
     if (log_lines.size() == logged_before) {

@@ -15,11 +15,13 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool mcp [--config FILE] [--db URL|PATH]\n"
+    "Usage: rawtool mcp [--config FILE] [--db URL|PATH] [--log FILE|syslog|stderr] [--log-level LEVEL]\n"
     "\n"
     "Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0 over stdio)\n"
-    "until stdin closes. stdout carries protocol messages only; logs, including\n"
-    "certified failures under their log references, go to stderr. The\n"
+    "until stdin closes. stdout carries protocol messages only. The operator log,\n"
+    "with certified failures under their log references, goes to stderr unless\n"
+    "--log or the configuration's log key says otherwise: an MCP host keeps its\n"
+    "server's stderr in its own log and does not show it to the model. The\n"
     "configuration is checked before anything is served.\n"
     "\n"
     "Options:\n"
@@ -29,20 +31,23 @@ constexpr std::string_view help =
     "Exit status: 0 when stdin closed normally, 2 for a usage or configuration\n"
     "error, 1 otherwise.\n";
 
-constexpr std::array<OptionSpec, 2> options{{{"--config", "FILE"}, {"--db", "URL|PATH"}}};
+constexpr std::array<OptionSpec, 4> options{
+    {{"--config", "FILE"}, {"--db", "URL|PATH"}, {"--log", "FILE|syslog|stderr"}, {"--log-level", "LEVEL"}}};
 
 }  // namespace
 
 int run_mcp(Arguments argv) {
   const Args args(argv, options);
   if (args.help()) {
-    write_all(1, help);
+    const auto exit_paragraph = help.find("\nExit status");
+    write_all(1, std::string(help.substr(0, exit_paragraph)) + std::string(log_options_help) +
+                     std::string(help.substr(exit_paragraph)));
     return static_cast<int>(Exit::ok);
   }
   if (!args.positionals().empty()) {
     throw UsageError("mcp takes no arguments");
   }
-  auto tool = open_tool(args);
+  auto tool = open_tool(args, LogDefault::standard_error);
   return mcp::serve(*tool, 0, 1);
 }
 

@@ -2,7 +2,9 @@
 
 // Builds the configuration a subcommand runs with: --config FILE, or --db
 // URL|PATH, or (neither given) RAWTOOL_DATABASE_URL and then the PG*
-// environment, as parse_config does for a target left out.
+// environment, as parse_config does for a target left out; and the operator
+// log, from --log / --log-level, the configuration's "log", or the command's
+// default.
 
 #include "cli/args.hpp"
 
@@ -10,22 +12,63 @@
 #include <rawtool/tool.hpp>
 
 #include <array>
+#include <filesystem>
 #include <memory>
 
 namespace rawtool::cli {
 
 /// The options every database-using subcommand accepts.
-inline constexpr std::array<OptionSpec, 3> database_options{{
+inline constexpr std::array<OptionSpec, 5> database_options{{
     {"--config", "FILE"},
     {"--db", "URL|PATH"},
     {"--json", ""},
+    {"--log", "FILE|syslog|stderr"},
+    {"--log-level", "LEVEL"},
 }};
 
-/// The configuration the command line asks for. --db replaces the first
-/// database's target when given with --config. Throws ConfigError or UsageError.
-Config config_from(const Args& args);
+/// The help lines for --log and --log-level.
+inline constexpr std::string_view log_options_help =
+    "  --log FILE|syslog|stderr  where the operator log goes (complaints a reply\n"
+    "                  points at by reference); a FILE is appended to, created\n"
+    "                  with mode 0600. Overrides the configuration's log key.\n"
+    "  --log-level LEVEL  error, warn, info (default) or debug\n";
 
-/// Tool::open(config_from(args)). Throws ConfigError or UsageError.
-std::unique_ptr<Tool> open_tool(const Args& args);
+/// Where the operator log goes when neither --log nor the configuration says.
+enum class LogDefault {
+  /// A file under $XDG_STATE_HOME/rawtool, or ~/.local/state/rawtool: the
+  /// commands a person or an agent's shell runs, whose stderr the agent reads.
+  state_file,
+  /// stderr: rawtool mcp, whose stderr the MCP host keeps in its own log.
+  standard_error,
+};
+
+/// $XDG_STATE_HOME/rawtool/rawtool.log (when XDG_STATE_HOME is an absolute
+/// path), else $HOME/.local/state/rawtool/rawtool.log. Throws ConfigError
+/// (field "log") when neither variable gives one.
+std::filesystem::path default_log_file();
+
+/// Which setting named the operator log's destination.
+enum class LogSource { configuration, flag, command_default };
+
+/// A configuration and where its log destination came from.
+struct CommandConfig {
+  Config config;
+  LogSource log_source = LogSource::configuration;
+};
+
+/// The configuration the command line asks for. --db replaces the first
+/// database's target when given with --config; --log and --log-level replace
+/// the configuration's log settings; an unset log destination becomes
+/// `log_default` (for state_file, its folder is created, mode 0700). Throws
+/// ConfigError or UsageError.
+CommandConfig config_from(const Args& args, LogDefault log_default);
+
+/// Tool::open, with a log file that cannot be opened reported against what
+/// named it: --log (a UsageError), the configuration's log.path, or the
+/// command's default (a ConfigError for field "log").
+std::unique_ptr<Tool> open_configured(CommandConfig config);
+
+/// open_configured(config_from(args, log_default)).
+std::unique_ptr<Tool> open_tool(const Args& args, LogDefault log_default);
 
 }  // namespace rawtool::cli

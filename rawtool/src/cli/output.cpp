@@ -1,5 +1,6 @@
 #include "cli/output.hpp"
 
+#include <rawtool/render/escape.hpp>
 #include <rawtool/render/json.hpp>
 
 #include <cerrno>
@@ -90,6 +91,35 @@ Exit print_reply(const Reply& reply, bool json) {
     print_text_surface(reply.text);
   }
   return reply.is_error ? Exit::failure : Exit::ok;
+}
+
+void print_log_pointer(std::string_view command, const Reply& reply, const LogConfig& log) {
+  const nlohmann::json& s = reply.structured;
+  std::string under;
+  if (s.contains("reference") && s.at("reference").is_string()) {
+    under = "reference " + s.at("reference").get<std::string>();
+  } else if (s.contains("withheld_sha256") && s.at("withheld_sha256").is_string()) {
+    under = "withheld_sha256 " + s.at("withheld_sha256").get<std::string>();
+  } else {
+    return;
+  }
+  std::string where;
+  switch (log.destination.value_or(LogDestination::standard_error)) {
+    case LogDestination::standard_error:
+      return;
+    case LogDestination::syslog:
+      where = "syslog (identity rawtool)";
+      break;
+    case LogDestination::file: {
+      // The operator's path, shown escaped like a cell so that an odd byte in
+      // it cannot act on the terminal.
+      where = "the file ";
+      render::append_escaped(where, Untrusted(log.path.string()), render::EscapeContext::cell, render::RenderOptions{});
+      break;
+    }
+  }
+  print_error(command, "the details are in the operator log, " + where + ", under " + under +
+                           "; the agent is not shown them");
 }
 
 void print_error(std::string_view command, std::string_view message) {

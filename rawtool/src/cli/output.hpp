@@ -32,6 +32,12 @@ void print_text_surface(std::string_view text);
 /// by render::dump, and returns the exit status it stands for.
 Exit print_reply(const Reply& reply, bool json);
 
+/// When `reply` points at the operator log (a reference, or the digest of a
+/// withheld raw reply), says on stderr, in one line of rawtool's words, where
+/// that log is and under what to look. Nothing when the log is stderr itself:
+/// the line is there already.
+void print_log_pointer(std::string_view command, const Reply& reply, const LogConfig& log);
+
 /// "rawtool: <command>: <message>" on stderr. `message` must be rawtool's own words.
 void print_error(std::string_view command, std::string_view message);
 

@@ -14,12 +14,16 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool query [--config FILE] [--db URL|PATH] [--database LABEL] [--json] [--] SQL\n"
+    "Usage: rawtool query [--config FILE] [--db URL|PATH] [--database LABEL] [--json]\n"
+    "                     [--log FILE|syslog|stderr] [--log-level LEVEL] [--] SQL\n"
     "\n"
     "Runs one statement of your own SQL on the raw path, in the configured access\n"
     "mode (read-only unless the operator chose otherwise) and limits. Rows are\n"
     "printed with every cell escaped; a database failure is printed as untrusted\n"
-    "content, quoted line by line inside named boundaries.\n"
+    "content, quoted line by line inside named boundaries. What is not shown (a\n"
+    "connection's complaint, a reply too large to show) goes to the operator log,\n"
+    "by default $XDG_STATE_HOME/rawtool/rawtool.log (or ~/.local/state/rawtool/\n"
+    "rawtool.log), and one line on stderr says where and under which reference.\n"
     "\n"
     "Options:\n"
     "  --config FILE   configuration file (JSON); see the README\n"
@@ -28,8 +32,7 @@ constexpr std::string_view help =
     "  --database LABEL  which configured database to run on (default: the first\n"
     "                  one in the configuration file)\n"
     "  --json          print the structured surface (one JSON line) instead of text\n"
-    "  --              end of options, for SQL that begins with \"-\"\n"
-    "\n";
+    "  --              end of options, for SQL that begins with \"-\"\n";
 
 // The options every database-using command takes, and the choice of database.
 constexpr std::array<OptionSpec, database_options.size() + 1> query_options = [] {
@@ -44,13 +47,14 @@ constexpr std::array<OptionSpec, database_options.size() + 1> query_options = []
 int run_query(Arguments argv) {
   const Args args(argv, query_options);
   if (args.help()) {
-    write_all(1, std::string(help) + std::string(exit_status_help));
+    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help));
     return static_cast<int>(Exit::ok);
   }
   if (args.positionals().size() != 1) {
     throw UsageError(args.positionals().empty() ? "no SQL given" : "give the SQL as one argument (quote it)");
   }
-  Config config = config_from(args);
+  CommandConfig command = config_from(args, LogDefault::state_file);
+  const Config& config = command.config;
   CallOptions options;
   if (auto label = args.value("--database")) {
     const bool known = std::any_of(config.databases.begin(), config.databases.end(),
@@ -63,9 +67,11 @@ int run_query(Arguments argv) {
     }
     options.database = std::move(*label);
   }
-  auto tool = Tool::open(std::move(config));
+  auto tool = open_configured(std::move(command));
   const Reply reply = tool->raw(args.positionals().front(), options);
-  return static_cast<int>(print_reply(reply, args.flag("--json")));
+  const Exit status = print_reply(reply, args.flag("--json"));
+  print_log_pointer("query", reply, tool->config().log);
+  return static_cast<int>(status);
 }
 
 }  // namespace rawtool::cli

@@ -174,6 +174,44 @@ void parse_render(const json& value, render::RenderOptions& options) {
   }
 }
 
+LogConfig parse_log(const json& value, const std::filesystem::path& base_dir) {
+  const std::string field = "log";
+  detail::require_object(value, field);
+  detail::reject_unknown_keys(value, {"destination", "path", "level"}, field);
+  LogConfig log;
+  if (auto it = value.find("destination"); it != value.end()) {
+    std::string s = detail::read_string(*it, "log.destination");
+    if (s == "file") {
+      log.destination = LogDestination::file;
+    } else if (s == "syslog") {
+      log.destination = LogDestination::syslog;
+    } else if (s == "stderr") {
+      log.destination = LogDestination::standard_error;
+    } else {
+      fail("log.destination", "must be \"file\", \"syslog\" or \"stderr\"");
+    }
+  }
+  if (auto it = value.find("path"); it != value.end()) {
+    std::string s = detail::read_string(*it, "log.path");
+    if (s.empty()) fail("log.path", "must not be empty");
+    if (s.find('\0') != std::string::npos) fail("log.path", "must not contain a NUL character");
+    if (log.destination && *log.destination != LogDestination::file) {
+      fail("log.path", "is only for log.destination \"file\"");
+    }
+    log.destination = LogDestination::file;  // a path alone means a file
+    std::filesystem::path file{s};
+    if (file.is_relative()) file = base_dir.empty() ? std::filesystem::absolute(file) : base_dir / file;
+    log.path = file.lexically_normal();
+  }
+  if (auto it = value.find("level"); it != value.end()) {
+    std::string s = detail::read_string(*it, "log.level");
+    auto level = log_level_from_name(s);
+    if (!level) fail("log.level", "must be \"error\", \"warn\", \"info\" or \"debug\"");
+    log.level = *level;
+  }
+  return log;
+}
+
 }  // namespace
 
 bool valid_database_label(std::string_view label) noexcept {
@@ -246,6 +284,9 @@ void validate_config(const Config& config) {
   if (config.max_concurrent_calls < 1 || config.max_concurrent_calls > static_cast<std::size_t>(max_calls)) {
     fail("max_concurrent_calls", "must be an integer from 1 to " + std::to_string(max_calls));
   }
+  if (config.log.destination == LogDestination::file && config.log.path.empty()) {
+    fail("log.path", "is required when log.destination is \"file\"");
+  }
 }
 
 Config parse_config(std::string_view json_text, const std::filesystem::path& base_dir) {
@@ -261,7 +302,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
-      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls"}, "");
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "log"}, "");
 
   Config config;
   if (auto it = root.find("databases"); it != root.end()) {
@@ -297,6 +338,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
     config.max_concurrent_calls =
         static_cast<std::size_t>(detail::read_integer(*it, "max_concurrent_calls", 1, max_calls));
   }
+  if (auto it = root.find("log"); it != root.end()) config.log = parse_log(*it, base_dir);
   validate_config(config);
   return config;
 }

@@ -9,13 +9,13 @@
 
 #include "lib/detail/crypto.hpp"
 #include "lib/detail/json_fields.hpp"
+#include "lib/detail/log.hpp"
 #include "lib/detail/pool.hpp"
 
 #include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <mutex>
 #include <span>
 #include <utility>
@@ -71,17 +71,6 @@ Engine engine_of(const DatabaseConfig& db) {
 std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access);
   return make_postgres_driver(db.target);
-}
-
-void write_to_stderr(std::string_view line) {
-  static std::mutex stderr_mutex;
-  std::string buffer;
-  buffer.reserve(line.size() + 1);
-  buffer.append(line);
-  buffer.push_back('\n');
-  std::lock_guard lock(stderr_mutex);
-  std::fwrite(buffer.data(), 1, buffer.size(), stderr);
-  std::fflush(stderr);
 }
 
 Reply to_reply(render::Rendered rendered, bool is_error) {
@@ -174,7 +163,7 @@ struct Tool::Impl {
 
   Config config;
   Catalog catalog;
-  LogSink log;
+  std::shared_ptr<detail::OperatorLog> log;
   std::vector<Database> databases;
 
   const Database* find_database(std::string_view label) const {
@@ -185,17 +174,23 @@ struct Tool::Impl {
     return nullptr;
   }
 
-  void write_log(const nlohmann::json& record) const {
-    std::string line = render::dump(record);
-    if (log) {
-      try {
-        log(line);
-        return;
-      } catch (...) {
-        // A sink that fails must not lose the line a reply's reference points at.
-      }
-    }
-    write_to_stderr(line);
+  // Every event a reply points at (by reference or withheld_sha256) is an
+  // error: no level setting drops it.
+  void log_error(std::string_view event, const nlohmann::json& members) const {
+    log->write(LogLevel::error, "tool", event, members);
+  }
+
+  // One debug line per statement run: no text from the call, only its shape.
+  void log_call(const Provenance& provenance, std::string_view outcome, std::string_view status = {}) const {
+    if (!log->enabled(LogLevel::debug)) return;
+    nlohmann::json members = {{"path", provenance.path == PathKind::raw ? "raw" : "certified"},
+                              {"database", provenance.database_label},
+                              {"engine", engine_name(provenance.engine)},
+                              {"outcome", outcome},
+                              {"elapsed_ms", static_cast<double>(provenance.elapsed.count()) / 1000.0}};
+    if (provenance.path == PathKind::certified) members["query"] = provenance.certified_name;
+    if (!status.empty()) members["status"] = status;
+    log->write(LogLevel::debug, "tool", "call", members);
   }
 
   Execution execute(const Database& db, std::string_view sql, std::span<const Parameter> params, AccessMode mode,
@@ -231,7 +226,7 @@ struct Tool::Impl {
     } catch (const std::exception& e) {
       // A driver never throws for what a database or a caller can cause; this
       // is a broken invariant, reported as such, its text kept for the log only.
-      write_log({{"event", "internal_error"}, {"database", db.config.label}, {"complaint", render::to_json(exception_text(e))}});
+      log_error("internal_error", {{"database", db.config.label}, {"complaint", render::to_log_json(exception_text(e))}});
       outcome = Refusal{RefusalReason::internal, "rawtool hit an internal error while running the statement."};
     }
     auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
@@ -241,17 +236,19 @@ struct Tool::Impl {
   Reply certified_status(Status status, const Provenance& provenance, nlohmann::json query, std::string_view key,
                          nlohmann::json value) const {
     std::string reference = detail::new_log_reference();
-    nlohmann::json record = {{"event", "certified_failure"},
-                             {"reference", reference},
+    nlohmann::json record = {{"reference", reference},
                              {"query", std::move(query)},
-                             {"status", render::status_name(status)}};
+                             {"status", render::status_name(status)},
+                             {"database", provenance.database_label}};
     if (!key.empty()) record[std::string(key)] = std::move(value);
-    write_log(record);
+    log_error("certified_failure", record);
     return to_reply(render::render_status(status, provenance, reference), true);
   }
 };
 
 Tool::Tool(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+const detail::OperatorLog& detail::ToolInternals::log(const Tool& tool) noexcept { return *tool.impl_->log; }
 Tool::~Tool() = default;
 
 std::unique_ptr<Tool> Tool::open(Config config) { return open(std::move(config), ToolOptions{}); }
@@ -285,7 +282,7 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
     database.pool = std::make_unique<detail::ConnectionPool>(db.pool_size, [factory, db] { return factory(db); });
     impl->databases.push_back(std::move(database));
   }
-  impl->log = std::move(options.log);
+  impl->log = detail::OperatorLog::open(config.log, std::move(options.log));
   impl->config = std::move(config);
   return std::unique_ptr<Tool>(new Tool(std::move(impl)));
 }
@@ -351,32 +348,34 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   const render::RenderOptions& render_options = m.config.render;
 
   if (auto* rows = std::get_if<Rows>(&run.outcome)) {
+    m.log_call(provenance, "rows");
     return to_reply(render::render_rows(*rows, provenance, render_options), false);
   }
   if (auto* failure = std::get_if<Failure>(&run.outcome)) {
     if (render_options.show_statement) failure->statement = Untrusted(sql);
     render::Rendered rendered = render::render_failure(*failure, provenance, render_options);
+    m.log_call(provenance, rendered.refused ? "failure_withheld" : "failure");
     if (rendered.refused) {
       // The reply tells the caller the log holds the withheld text under its digest.
       nlohmann::json record = render::failure_log_record(*failure);
-      m.write_log({{"event", "raw_failure_withheld"},
-                   {"withheld_sha256", record.value("withheld_sha256", std::string())},
-                   {"database", db->config.label},
-                   {"failure", std::move(record)}});
+      m.log_error("raw_failure_withheld", {{"withheld_sha256", record.value("withheld_sha256", std::string())},
+                                           {"database", db->config.label},
+                                           {"failure", std::move(record)}});
     }
     return to_reply(std::move(rendered), true);
   }
   if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
+    m.log_call(provenance, "refusal");
     return to_reply(render::render_refusal(*refusal, provenance), true);
   }
   // Unavailable: the complaint names hosts and users and is not the reply to
   // the caller's statement, so the caller gets a status and the log the words.
+  m.log_call(provenance, "unavailable");
   const auto& unavailable = std::get<Unavailable>(run.outcome);
   std::string reference = detail::new_log_reference();
-  m.write_log({{"event", "raw_unavailable"},
-               {"reference", reference},
-               {"database", db->config.label},
-               {"complaint", render::to_json(unavailable.complaint)}});
+  m.log_error("raw_unavailable", {{"reference", reference},
+                                  {"database", db->config.label},
+                                  {"complaint", render::to_log_json(unavailable.complaint)}});
   return raw_unavailable_reply(provenance, reference);
 }
 
@@ -391,7 +390,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   const CatalogQuery* query = m.catalog.find(name);
   if (query == nullptr) {
     // The name is the caller's and matched nothing: it reaches the log only.
-    return m.certified_status(Status::not_found, provenance, render::to_json(Untrusted(name)), {}, nullptr);
+    return m.certified_status(Status::not_found, provenance, render::to_log_json(Untrusted(name)), {}, nullptr);
   }
   provenance.certified_name = query->name;
 
@@ -412,7 +411,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   BindResult bound = bind_arguments(*query, params);
   if (auto* problem = std::get_if<ArgumentProblem>(&bound)) {
     nlohmann::json detail = {{"problem", problem->problem}};
-    if (problem->unknown_key) detail["argument"] = render::to_json(*problem->unknown_key);
+    if (problem->unknown_key) detail["argument"] = render::to_log_json(*problem->unknown_key);
     return m.certified_status(Status::invalid_arguments, provenance, query->name, "arguments", std::move(detail));
   }
   const auto& values = std::get<std::vector<Parameter>>(bound);
@@ -425,20 +424,24 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   provenance.elapsed = run.elapsed;
 
   if (auto* rows = std::get_if<Rows>(&run.outcome)) {
+    m.log_call(provenance, "rows");
     return to_reply(render::render_rows(*rows, provenance, m.config.render), false);
   }
   bool cancelled = options.cancellation != nullptr && options.cancellation->cancelled();
   if (auto* failure = std::get_if<Failure>(&run.outcome)) {
     Status status = cancelled ? Status::refused : status_for_failure(*failure);
+    m.log_call(provenance, "failure", render::status_name(status));
     return m.certified_status(status, provenance, query->name, "failure", render::failure_log_record(*failure));
   }
   if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
     nlohmann::json record = {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation}};
+    m.log_call(provenance, "refusal", render::status_name(status_for_refusal(*refusal)));
     return m.certified_status(status_for_refusal(*refusal), provenance, query->name, "refusal", std::move(record));
   }
+  m.log_call(provenance, "unavailable", render::status_name(Status::unavailable));
   const auto& unavailable = std::get<Unavailable>(run.outcome);
   return m.certified_status(Status::unavailable, provenance, query->name, "complaint",
-                            render::to_json(unavailable.complaint));
+                            render::to_log_json(unavailable.complaint));
 }
 
 Reply Tool::describe_catalog() const {

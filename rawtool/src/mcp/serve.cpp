@@ -6,6 +6,8 @@
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
 
+#include "lib/detail/log.hpp"
+
 #include <rawtool/render/status.hpp>
 
 #include <algorithm>
@@ -125,7 +127,7 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
       options.max_concurrent_calls != 0 ? options.max_concurrent_calls : tool.config().max_concurrent_calls;
 
   ToolBackend backend(tool);
-  return detail::run_server(backend, description, in_fd, out_fd, limits);
+  return detail::run_server(backend, description, in_fd, out_fd, limits, rawtool::detail::ToolInternals::log(tool));
 }
 
 }  // namespace rawtool::mcp

@@ -3,6 +3,8 @@
 #include "mcp/line_reader.hpp"
 #include "mcp/tools.hpp"
 
+#include "lib/detail/log.hpp"
+
 #include <rawtool/render/json.hpp>
 
 #include <algorithm>
@@ -32,6 +34,7 @@ namespace rawtool::mcp::detail {
 namespace {
 
 using nlohmann::json;
+using rawtool::detail::OperatorLog;
 
 // Writes all of `bytes`; false when the descriptor can no longer be written.
 bool write_all(int fd, std::string_view bytes) {
@@ -46,13 +49,10 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
-// One log line on stderr: a JSON object with rawtool's own words only.
-void log_event(std::string_view event, std::string_view detail = {}) {
-  json record{{"event", event}, {"component", "mcp"}};
-  if (!detail.empty()) record["detail"] = detail;
-  std::string line = render::dump(record);
-  line.push_back('\n');
-  write_all(STDERR_FILENO, line);
+// One line in the operator log, component "mcp": rawtool's own words only.
+void log_event(const OperatorLog& log, LogLevel level, std::string_view event, std::string_view detail) {
+  if (!log.enabled(level)) return;
+  log.write(level, "mcp", event, json{{"detail", detail}});
 }
 
 // A write to a closed pipe must be an error value, not a signal that ends the
@@ -93,8 +93,10 @@ void ignore_sigpipe() {
 // A call beyond the limit waits in a queue that finishing threads drain first.
 class Server {
 public:
-  Server(Backend& backend, const ServerDescription& description, int in_fd, int out_fd, const ServerLimits& limits)
-      : backend_(backend),
+  Server(Backend& backend, const ServerDescription& description, int in_fd, int out_fd, const ServerLimits& limits,
+         const OperatorLog& log)
+      : log_(log),
+        backend_(backend),
         description_(description),
         out_fd_(out_fd),
         limits_(limits),
@@ -268,7 +270,7 @@ private:
           } else if constexpr (std::is_same_v<Step, CancelCall>) {
             cancel(step.request_id);
           } else if constexpr (std::is_same_v<Step, Ignore>) {
-            if (!step.note.empty()) log_event("ignored", step.note);
+            if (!step.note.empty()) log_event(log_, LogLevel::warn, "ignored", step.note);
           }
         },
         std::move(action));
@@ -393,7 +395,7 @@ private:
       return line;
     } catch (const std::exception&) {
       // The exception's text may carry database words; it is not shown or logged.
-      log_event("internal_error", "a tool call threw; answered with an internal error");
+      log_event(log_, LogLevel::error, "internal_error", "a tool call threw; answered with an internal error");
     }
     return render::dump(error_response(pending.id, ErrorCode::internal_error, "internal error"));
   }
@@ -406,7 +408,7 @@ private:
     if (broken_) return;
     if (!write_all(out_fd_, line)) {
       broken_ = true;
-      log_event("output_closed", "the client's input closed; responses are dropped");
+      log_event(log_, LogLevel::warn, "output_closed", "the client's input closed; responses are dropped");
     }
   }
 
@@ -444,6 +446,7 @@ private:
     }
   }
 
+  const OperatorLog& log_;
   Backend& backend_;
   const ServerDescription& description_;
   int out_fd_;
@@ -482,12 +485,12 @@ private:
 }  // namespace
 
 int run_server(Backend& backend, const ServerDescription& description, int in_fd, int out_fd,
-               const ServerLimits& limits) {
+               const ServerLimits& limits, const OperatorLog& log) {
   ignore_sigpipe();
-  log_event("serving", "MCP over stdio; protocol messages on the output, logs here");
-  Server server(backend, description, in_fd, out_fd, limits);
+  log_event(log, LogLevel::info, "serving", "MCP over stdio; protocol messages on the output, logs in the operator log");
+  Server server(backend, description, in_fd, out_fd, limits, log);
   server.serve();
-  log_event("stopped", "end of input");
+  log_event(log, LogLevel::info, "stopped", "end of input");
   return 0;
 }
 

@@ -15,6 +15,10 @@
 #include <memory>
 #include <string>
 
+namespace rawtool::detail {
+class OperatorLog;
+}
+
 namespace rawtool::mcp::detail {
 
 /// Stops one tool call from another thread. Thread-safe.
@@ -76,7 +80,9 @@ struct ServerLimits {
 };
 
 /// Serves until end of input on `in_fd`; returns the process exit status.
+/// The server's own events (serving, stopped, ignored, output_closed,
+/// internal_error) go to `log` with component "mcp".
 int run_server(Backend& backend, const ServerDescription& description, int in_fd, int out_fd,
-               const ServerLimits& limits);
+               const ServerLimits& limits, const rawtool::detail::OperatorLog& log);
 
 }  // namespace rawtool::mcp::detail

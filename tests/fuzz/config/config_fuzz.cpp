@@ -45,7 +45,11 @@ const std::filesystem::path& base_dir() {
 void load_and_open(std::string_view text) {
   rawtool::Config config;
   if (!rawtool::fuzz::loads_or_names_field([&] { config = rawtool::parse_config(text, base_dir()); })) return;
-  rawtool::fuzz::loads_or_names_field([&] { (void)rawtool::Tool::open(std::move(config)); });
+  // A sink in place of the configured log destination: Tool::open would
+  // otherwise create whatever file a fuzzed "log.path" names, anywhere.
+  rawtool::ToolOptions options;
+  options.log = [](std::string_view) {};
+  rawtool::fuzz::loads_or_names_field([&] { (void)rawtool::Tool::open(std::move(config), std::move(options)); });
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -85,6 +86,26 @@ void check_failure(FuzzedDataProvider& in, const rawtool::render::RenderOptions&
     n.hint = Untrusted(in.ConsumeRandomLengthString(64));
     f.notices.push_back(n);
   }
+  // The log record: every field exact, or a prefix of it within the bound
+  // with its whole size (512 bytes of control characters pass the bound).
+  const auto record = rawtool::render::failure_log_record(f);
+  expect(rawtool::render::dump(record).size() < 48 * 1024, "a log record over 48 KiB");
+  for (const auto& [member, value] : {std::pair<const char*, const Untrusted*>{"message", &f.message},
+                                      {"detail", &f.detail}, {"statement", &f.statement}}) {
+    const auto& logged = record.at(member);
+    const std::string bytes = bytes_of(*value);
+    if (logged.is_object() && logged.contains("truncated")) {
+      const auto kept = logged.at("kept_bytes").get<std::size_t>();
+      expect(logged.at("bytes") == bytes.size() && kept < bytes.size(), "a bounded log member's sizes", member);
+      expect(rawtool::test::json_bytes(logged.at("prefix")) == bytes.substr(0, kept), "a bounded log member's prefix",
+             member);
+      expect(rawtool::render::dump(logged.at("prefix")).size() <= rawtool::render::log_text_bound,
+             "a bounded log member over the bound", member);
+    } else {
+      expect(rawtool::test::json_bytes(logged) == bytes, "a log member's bytes", member);
+    }
+  }
+
   rawtool::render::Provenance provenance;
   provenance.engine = f.engine;
   provenance.database_label = "fuzz";

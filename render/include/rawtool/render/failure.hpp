@@ -3,6 +3,7 @@
 #include <rawtool/outcome.hpp>
 #include <rawtool/render/surface.hpp>
 
+#include <cstddef>
 #include <string>
 
 namespace rawtool::render {
@@ -43,8 +44,16 @@ Rendered render_failure(const Failure& failure, const Provenance& provenance, co
 /// of the full fields instead, the bytes no longer being at hand.
 std::string withheld_sha256(const Failure& failure);
 
-/// The failure as a JSON object for the server log: every field, untrusted
-/// ones through to_json, and "withheld_sha256". Used by the certified path, whose caller sees none of it.
+/// Notices a log record carries in full (each field bounded); the rest are counted.
+inline constexpr std::size_t log_notices_kept = 4;
+
+/// The failure as a JSON object for the operator log: every field, untrusted
+/// ones through to_log_json (exact when short, else a bounded prefix with the
+/// whole value's size and SHA-256), the first log_notices_kept notices
+/// ("notices_not_logged" counts the rest), and "withheld_sha256" over every
+/// byte of every field and notice. However large the failure, its dump() stays
+/// under 48 KiB. Used by the certified path, whose caller sees none of it, and
+/// for raw failures the renderer withheld.
 nlohmann::json failure_log_record(const Failure& failure);
 
 }  // namespace rawtool::render
