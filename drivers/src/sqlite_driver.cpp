@@ -5,6 +5,7 @@
 // mode is on and schema code is not trusted.
 #include "detail/row_budget.hpp"
 #include "detail/sqlite_failure.hpp"
+#include "detail/sqlite_pragmas.hpp"
 
 #include <rawtool/driver.hpp>
 
@@ -29,31 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
-
-/// Pragmas that only read, whatever their argument (a table or index name).
-constexpr std::array<std::string_view, 20> read_only_pragmas{
-    "table_info",    "table_xinfo",   "table_list",       "index_list",     "index_info",
-    "index_xinfo",   "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
-    "collation_list", "function_list", "module_list",     "pragma_list",    "database_list",
-    "compile_options", "data_version", "page_count",      "freelist_count", "stats"};
-
-/// Pragmas that read when given no argument and write when given one.
-constexpr std::array<std::string_view, 12> readable_setting_pragmas{
-    "user_version", "application_id", "schema_version", "page_size",   "encoding",      "journal_mode",
-    "auto_vacuum",  "foreign_keys",   "cache_size",     "query_only",  "synchronous",   "max_page_count"};
-
-/// Functions no statement may call: they reach the filesystem or load code.
-constexpr std::array<std::string_view, 5> denied_functions{"load_extension", "readfile", "writefile", "edit",
-                                                           "fts3_tokenizer"};
-
-bool pragma_name_is(std::string_view name, const auto& list) {
-  return std::any_of(list.begin(), list.end(), [&](std::string_view entry) {
-    return entry.size() == name.size() &&
-           std::equal(entry.begin(), entry.end(), name.begin(), [](char a, char b) {
-             return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
-           });
-  });
-}
 
 /// Skips whitespace, comments and empty statements (bare semicolons). What is
 /// left, if anything, is a further statement.
@@ -202,7 +178,7 @@ private:
       case SQLITE_DETACH:
         return deny(DeniedBy::policy);
       case SQLITE_FUNCTION:
-        return arg2 != nullptr && pragma_name_is(arg2, denied_functions) ? deny(DeniedBy::policy) : SQLITE_OK;
+        return arg2 != nullptr && detail::name_in(arg2, detail::denied_functions) ? deny(DeniedBy::policy) : SQLITE_OK;
       case SQLITE_SELECT:
       case SQLITE_READ:
       case SQLITE_RECURSIVE:
@@ -219,8 +195,8 @@ private:
       case SQLITE_PRAGMA: {
         if (!read_only_) return SQLITE_OK;
         const std::string_view name = arg1 == nullptr ? std::string_view{} : std::string_view(arg1);
-        if (pragma_name_is(name, read_only_pragmas)) return SQLITE_OK;
-        if (arg2 == nullptr && pragma_name_is(name, readable_setting_pragmas)) return SQLITE_OK;
+        if (detail::name_in(name, detail::read_only_pragmas)) return SQLITE_OK;
+        if (arg2 == nullptr && detail::name_in(name, detail::readable_setting_pragmas)) return SQLITE_OK;
         return deny(DeniedBy::write);
       }
       default:
