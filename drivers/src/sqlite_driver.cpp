@@ -17,12 +17,12 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
-#include <optional>
-#include <type_traits>
-#include <variant>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 
 namespace rawtool {
 namespace {
@@ -73,17 +73,108 @@ public:
     if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {
       return refuse(RefusalReason::read_only, "This database was opened read-only.");
     }
+    const Call call(*this, limits);
+    return run_call(sql, params, limits, mode);
+  }
+
+  void cancel() noexcept override {
+    std::lock_guard lock(db_mutex_);
+    if (!running_.load()) return;
+    cancel_requested_.store(true);
+    if (db_ != nullptr) sqlite3_interrupt(db_);
+  }
+
+  /// A SELECT 1 through execute, under the default limits: the same deadline,
+  /// the same checks on opening, the same cleanup.
+  Health health() override {
+    const Outcome outcome = execute("SELECT 1", {}, Limits{}, AccessMode::read_only);
+    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
+  }
+
+private:
+  enum class DeniedBy { nothing, write, policy };
+
+  /// Owns a prepared statement.
+  class Statement {
+  public:
+    explicit Statement(sqlite3_stmt* statement) noexcept : statement_(statement) {}
+    ~Statement() { sqlite3_finalize(statement_); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+
+  private:
+    sqlite3_stmt* statement_;
+  };
+
+  /// One call, from before the connection is opened to after it is cleaned:
+  /// the deadline and the cancel flag hold for all of it (opening and
+  /// preparing can run SQL, loading the schema), and whatever the statement
+  /// left behind is undone when the call ends.
+  class Call {
+  public:
+    Call(SqliteDriver& driver, const Limits& limits) : driver_(driver) { driver_.begin_call(limits); }
+    ~Call() { driver_.end_call(); }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+  private:
+    SqliteDriver& driver_;
+  };
+
+  void begin_call(const Limits& limits) {
+    deadline_ = Clock::now() + limits.statement_timeout;
+    timed_out_ = false;
+    std::lock_guard lock(db_mutex_);
+    cancel_requested_.store(false);
+    running_.store(true);
+  }
+
+  /// Leaves the connection in autocommit mode with no transaction open and no
+  /// statement pending, or closes it. The statement is already finalized.
+  void end_call() noexcept {
+    {
+      std::lock_guard lock(db_mutex_);
+      running_.store(false);
+    }
+    // The deadline and a cancel were the statement's; the cleanup runs to its end.
+    deadline_ = Clock::time_point::max();
+    cancel_requested_.store(false);
+    if (db_ == nullptr) return;
+    bool clean = connection_is_clean();
+    if (!clean) {
+      // A statement may leave a transaction open (BEGIN, SAVEPOINT).
+      const int rolled_back = sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      clean = rolled_back == SQLITE_OK && connection_is_clean();
+    }
+    if (!clean) close_connection();
+  }
+
+  [[nodiscard]] bool connection_is_clean() const noexcept {
+    return sqlite3_get_autocommit(db_) != 0 && sqlite3_txn_state(db_, nullptr) == SQLITE_TXN_NONE &&
+           sqlite3_next_stmt(db_, nullptr) == nullptr;
+  }
+
+  /// Closes the connection (releasing every lock it holds); the next call opens a new one.
+  void close_connection() noexcept {
+    std::lock_guard lock(db_mutex_);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+  }
+
+  Outcome run_call(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
     if (auto unavailable = open_database()) return std::move(*unavailable);
     read_only_ = mode == AccessMode::read_only;
-    denied_ = DeniedBy::nothing;
+    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                                  limits.lock_timeout.count(), std::numeric_limits<int>::max())));
 
+    denied_ = DeniedBy::nothing;
     sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
     const int prepared = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
-    Statement statement(raw);
+    const Statement statement(raw);
     if (prepared != SQLITE_OK) {
       if (denied_ != DeniedBy::nothing) return refusal_for_denial();
-      return failure();
+      return stopped();
     }
     if (raw == nullptr) return refuse(RefusalReason::empty_statement, "The statement is empty.");
     const std::size_t used = static_cast<std::size_t>(tail - sql.data());
@@ -94,48 +185,11 @@ public:
       return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
     }
     if (auto bad = bind(raw, params)) return std::move(*bad);
-
-    Outcome outcome = run(raw, limits);
-    statement.reset();
-    // A statement may leave a transaction open (BEGIN); the next call starts clean.
-    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return outcome;
+    // A cancel that came while the statement was prepared: SQLite forgets an
+    // interrupt when a statement starts on an idle connection.
+    if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+    return run(raw, limits);
   }
-
-  void cancel() noexcept override {
-    std::lock_guard lock(db_mutex_);
-    if (db_ != nullptr && running_.load()) {
-      cancel_requested_.store(true);
-      sqlite3_interrupt(db_);
-    }
-  }
-
-  Health health() override {
-    if (open_database()) return Health::unavailable;
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT 1", -1, &raw, nullptr) != SQLITE_OK) return Health::unavailable;
-    Statement statement(raw);
-    return sqlite3_step(raw) == SQLITE_ROW ? Health::ok : Health::unavailable;
-  }
-
-private:
-  enum class DeniedBy { nothing, write, policy };
-
-  /// Owns a prepared statement.
-  class Statement {
-  public:
-    explicit Statement(sqlite3_stmt* statement) noexcept : statement_(statement) {}
-    ~Statement() { reset(); }
-    Statement(const Statement&) = delete;
-    Statement& operator=(const Statement&) = delete;
-    void reset() noexcept {
-      sqlite3_finalize(statement_);
-      statement_ = nullptr;
-    }
-
-  private:
-    sqlite3_stmt* statement_;
-  };
 
   /// Opens the database on first use. Returns the complaint when it cannot.
   std::optional<Unavailable> open_database() {
@@ -224,6 +278,15 @@ private:
                   "The statement uses something this tool does not permit (ATTACH, DETACH or a denied function).");
   }
 
+  /// What a call answers when SQLite stopped the statement: the caller's
+  /// cancel or the time limit, in the tool's words; anything else is the
+  /// database's Failure.
+  Outcome stopped() const {
+    if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+    if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+    return failure();
+  }
+
   Failure failure() const { return detail::sqlite_failure(db_); }
 
   std::optional<Outcome> bind(sqlite3_stmt* statement, std::span<const Parameter> params) const {
@@ -275,23 +338,6 @@ private:
     std::vector<Column>& columns = budget.columns();
     const sqlite3_int64 changes_before = sqlite3_total_changes64(db_);
 
-    deadline_ = Clock::now() + limits.statement_timeout;
-    timed_out_ = false;
-    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
-                                   limits.lock_timeout.count(), std::numeric_limits<int>::max())));
-    {
-      std::lock_guard lock(db_mutex_);
-      cancel_requested_.store(false);
-      running_.store(true);
-    }
-    struct Running {
-      SqliteDriver& driver;
-      ~Running() {
-        std::lock_guard lock(driver.db_mutex_);
-        driver.running_.store(false);
-      }
-    } running{*this};
-
     int stepped = SQLITE_ROW;
     while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) {
       std::uint64_t row_bytes = 0;
@@ -321,11 +367,7 @@ private:
       budget.keep(std::move(row));
     }
     if (stepped == SQLITE_DONE) budget.reached_end();
-    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) {
-      if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
-      if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
-      return failure();
-    }
+    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) return stopped();
     if (column_count == 0) {
       budget.set_rows_affected(static_cast<std::uint64_t>(sqlite3_total_changes64(db_) - changes_before));
     }
@@ -338,7 +380,7 @@ private:
   std::mutex db_mutex_;         ///< guards db_ against cancel() and running_ transitions
   std::atomic<bool> running_{false};
   std::atomic<bool> cancel_requested_{false};
-  Clock::time_point deadline_{};
+  Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
   bool read_only_ = true;
   DeniedBy denied_ = DeniedBy::nothing;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <optional>
 #include <string>
@@ -80,6 +81,136 @@ private:
   static inline int counter_ = 0;
   fs::path dir_;
 };
+
+/// A plain SQLite connection outside the driver: another process's view of a
+/// database, for writing to it and for seeing what the driver left held.
+class Plain {
+public:
+  explicit Plain(const std::string& path) {
+    REQUIRE(sqlite3_open(path.c_str(), &db_) == SQLITE_OK);
+    sqlite3_extended_result_codes(db_, 1);
+  }
+  ~Plain() { sqlite3_close(db_); }
+  Plain(const Plain&) = delete;
+  Plain& operator=(const Plain&) = delete;
+
+  /// Runs `sql` without waiting for locks; returns SQLite's result code.
+  int exec(const std::string& sql) const { return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); }
+  /// Runs `sql`, which must succeed.
+  void run(const std::string& sql) const {
+    INFO(sql);
+    const int rc = exec(sql);
+    INFO(sqlite3_errmsg(db_));
+    REQUIRE(rc == SQLITE_OK);
+  }
+  /// The first column of the first row of `sql`, as text.
+  [[nodiscard]] std::string value(const std::string& sql) const {
+    sqlite3_stmt* statement = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
+    std::string text;
+    if (sqlite3_step(statement) == SQLITE_ROW) {
+      const auto* bytes = sqlite3_column_text(statement, 0);
+      text = bytes == nullptr ? "NULL" : reinterpret_cast<const char*>(bytes);
+    }
+    sqlite3_finalize(statement);
+    return text;
+  }
+  [[nodiscard]] sqlite3* handle() const noexcept { return db_; }
+
+private:
+  sqlite3* db_ = nullptr;
+};
+
+/// True when another connection can take the database's exclusive lock at
+/// once: no connection holds any lock on it, nor an open transaction.
+bool nothing_holds_a_lock(const std::string& path) {
+  Plain other(path);
+  const bool locked = other.exec("BEGIN EXCLUSIVE") == SQLITE_OK;
+  other.exec("ROLLBACK");
+  return locked;
+}
+
+/// Makes the process's default VFS a wrapper of itself that runs `hook` each
+/// time a file takes the RESERVED lock (a write transaction begins), for as
+/// long as it lives; then the wrapped VFS is the default again. For
+/// injecting a fault at that moment into a connection the test cannot reach.
+class ReservedLockHook {
+public:
+  explicit ReservedLockHook(std::function<void()> hook) : hook_(std::move(hook)), real_(sqlite3_vfs_find(nullptr)) {
+    REQUIRE(real_ != nullptr);
+    // The unix VFS's other methods do not use their VFS argument, so the
+    // copy may keep them; only opening differs.
+    vfs_ = *real_;
+    vfs_.zName = "rawtool-test-reserved-lock-hook";
+    vfs_.szOsFile = static_cast<int>(sizeof(File)) + real_->szOsFile;
+    vfs_.pAppData = this;
+    vfs_.xOpen = &open;
+    vfs_.pNext = nullptr;
+    REQUIRE(sqlite3_vfs_register(&vfs_, 1) == SQLITE_OK);
+  }
+  ~ReservedLockHook() {
+    sqlite3_vfs_unregister(&vfs_);
+    sqlite3_vfs_register(real_, 1);
+  }
+  ReservedLockHook(const ReservedLockHook&) = delete;
+  ReservedLockHook& operator=(const ReservedLockHook&) = delete;
+
+private:
+  struct File {
+    sqlite3_file base;
+    ReservedLockHook* owner;
+    [[nodiscard]] sqlite3_file* real() { return reinterpret_cast<sqlite3_file*>(this + 1); }
+  };
+  static sqlite3_file* real(sqlite3_file* file) { return reinterpret_cast<File*>(file)->real(); }
+  static const sqlite3_io_methods& methods(sqlite3_file* file) { return *real(file)->pMethods; }
+
+  static int open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+    auto* self = static_cast<ReservedLockHook*>(vfs->pAppData);
+    auto* wrapper = reinterpret_cast<File*>(file);
+    wrapper->owner = self;
+    const int rc = self->real_->xOpen(self->real_, name, wrapper->real(), flags, out_flags);
+    wrapper->base.pMethods = wrapper->real()->pMethods != nullptr ? &io_methods : nullptr;
+    return rc;
+  }
+
+  static const sqlite3_io_methods io_methods;
+
+  std::function<void()> hook_;
+  sqlite3_vfs* real_;
+  sqlite3_vfs vfs_{};
+};
+
+const sqlite3_io_methods ReservedLockHook::io_methods{
+    3,
+    [](sqlite3_file* f) { return methods(f).xClose(real(f)); },
+    [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return methods(f).xRead(real(f), b, n, o); },
+    [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) { return methods(f).xWrite(real(f), b, n, o); },
+    [](sqlite3_file* f, sqlite3_int64 size) { return methods(f).xTruncate(real(f), size); },
+    [](sqlite3_file* f, int flags) { return methods(f).xSync(real(f), flags); },
+    [](sqlite3_file* f, sqlite3_int64* size) { return methods(f).xFileSize(real(f), size); },
+    [](sqlite3_file* f, int lock) {
+      const int rc = methods(f).xLock(real(f), lock);
+      if (rc == SQLITE_OK && lock == SQLITE_LOCK_RESERVED) reinterpret_cast<File*>(f)->owner->hook_();
+      return rc;
+    },
+    [](sqlite3_file* f, int lock) { return methods(f).xUnlock(real(f), lock); },
+    [](sqlite3_file* f, int* out) { return methods(f).xCheckReservedLock(real(f), out); },
+    [](sqlite3_file* f, int op, void* arg) { return methods(f).xFileControl(real(f), op, arg); },
+    [](sqlite3_file* f) { return methods(f).xSectorSize(real(f)); },
+    [](sqlite3_file* f) { return methods(f).xDeviceCharacteristics(real(f)); },
+    [](sqlite3_file* f, int page, int size, int extend, void volatile** out) {
+      return methods(f).xShmMap(real(f), page, size, extend, out);
+    },
+    [](sqlite3_file* f, int offset, int n, int flags) { return methods(f).xShmLock(real(f), offset, n, flags); },
+    [](sqlite3_file* f) { methods(f).xShmBarrier(real(f)); },
+    [](sqlite3_file* f, int remove) { return methods(f).xShmUnmap(real(f), remove); },
+    [](sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
+      return methods(f).xFetch(real(f), offset, amount, out);
+    },
+    [](sqlite3_file* f, sqlite3_int64 offset, void* page) { return methods(f).xUnfetch(real(f), offset, page); },
+};
+
+constexpr const char* runaway = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
 
 rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
                      AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {}) {
@@ -399,4 +530,103 @@ TEST_CASE("nothing after a NUL byte in a sqlite statement runs", "[sqlite]") {
   // SQLite stops reading at the NUL; what follows is a tail, and refused.
   CHECK(refusal_reason(run(*driver, sql, {}, AccessMode::read_write)) == RefusalReason::multiple_statements);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t", {}, AccessMode::read_write)), 0, 0) == "1");
+}
+
+// ---- An interrupted statement leaves a clean connection or a closed one ----
+
+TEST_CASE("sqlite a timed-out or cancelled statement leaves a next call that works and a database nobody holds",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  // A schema large enough that loading it runs the progress handler: a
+  // deadline or a cancel left over from a previous call would cut it short.
+  std::string schema = "CREATE TABLE t (x); INSERT INTO t VALUES (1);";
+  for (int i = 0; i < 400; ++i) schema += fmt::format("CREATE TABLE s{} (a, b, c);", i);
+  scratch.setup(schema);
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  // The first call loads the schema.
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "1");
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  CHECK(refusal_reason(run(*driver, runaway, limits)) == RefusalReason::timeout);
+  CHECK(nothing_holds_a_lock(scratch.db()));
+  {
+    Plain writer(scratch.db());
+    writer.run("CREATE TABLE after_timeout (y); INSERT INTO t VALUES (2)");
+  }
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
+
+  limits.statement_timeout = 20s;
+  auto running = std::async(std::launch::async, [&] { return run(*driver, runaway, limits); });
+  std::this_thread::sleep_for(300ms);
+  driver->cancel();
+  REQUIRE(running.wait_for(5s) == std::future_status::ready);
+  CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+  CHECK(nothing_holds_a_lock(scratch.db()));
+  {
+    Plain writer(scratch.db());
+    writer.run("CREATE TABLE after_cancel (y); INSERT INTO t VALUES (3)");
+  }
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "3");
+  CHECK(driver->health() == rawtool::Health::ok);
+}
+
+TEST_CASE("sqlite an interrupted read-write statement leaves nothing of its work and no lock behind",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); "
+                "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000) "
+                "INSERT INTO t SELECT 1 FROM c");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  const auto unchanged = [&] {
+    CHECK(nothing_holds_a_lock(scratch.db()));
+    CHECK_FALSE(fs::exists(scratch.path("test.db-journal")));
+    CHECK(Plain(scratch.db()).value("SELECT count(*) || ' ' || sum(x) FROM t") == "2000 2000");
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*), sum(x) FROM t", {}, AccessMode::read_write)), 0, 1) == "2000");
+  };
+  // An UPDATE that has written part of its rows when the deadline passes:
+  // the subquery refers to the row, so it runs again for every row, and adds 1.
+  const std::string slow_update =
+      "UPDATE t SET x = x + (WITH RECURSIVE c(n) AS (SELECT x UNION ALL SELECT n + 1 FROM c WHERE n < x + 20000) "
+      "SELECT count(*) - 20000 FROM c)";
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  CHECK(refusal_reason(run(*driver, slow_update, limits, AccessMode::read_write)) == RefusalReason::timeout);
+  unchanged();
+  // An INSERT that never ends, cancelled.
+  limits.statement_timeout = 20s;
+  auto running = std::async(std::launch::async, [&] {
+    return run(*driver, "INSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c",
+               limits, AccessMode::read_write);
+  });
+  std::this_thread::sleep_for(300ms);
+  driver->cancel();
+  REQUIRE(running.wait_for(5s) == std::future_status::ready);
+  CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+  unchanged();
+  // And the connection still writes.
+  const Rows written = expect<Rows>(run(*driver, "UPDATE t SET x = 2 WHERE rowid = 1", {}, AccessMode::read_write));
+  REQUIRE(written.rows_affected.has_value());
+  CHECK(*written.rows_affected == 1);
+}
+
+TEST_CASE("a sqlite connection whose cleanup fails is closed, so nothing the statement opened outlives the call",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  const sqlite3_int64 heap_before = sqlite3_hard_heap_limit64(-1);
+  {
+    // The moment BEGIN IMMEDIATE holds the write lock, SQLite may allocate
+    // nothing more: the ROLLBACK that ends the call cannot even be prepared.
+    ReservedLockHook starve([once = true]() mutable {
+      if (once) sqlite3_hard_heap_limit64(1);
+      once = false;
+    });
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+    expect<Rows>(run(*driver, "BEGIN IMMEDIATE", {}, AccessMode::read_write));
+    sqlite3_hard_heap_limit64(heap_before);
+    CHECK(nothing_holds_a_lock(scratch.db()));
+    const Rows inserted = expect<Rows>(run(*driver, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
+    CHECK(inserted.rows_affected == std::optional<std::uint64_t>(1));
+  }
+  CHECK(Plain(scratch.db()).value("SELECT count(*) FROM t") == "2");
 }

@@ -126,6 +126,13 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 /// and nothing can be created in it. A driver opened read-only refuses
 /// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO)
 /// and load_extension are refused in both modes.
+///
+/// Interruption. After every call the statement is finalized and the
+/// connection is left in autocommit mode, with no transaction open and no
+/// statement pending, whatever stopped the statement (a cancel, the time
+/// limit, a limit, an error); when a ROLLBACK cannot get it there, the
+/// connection is closed and the next call opens a new one. A write that was
+/// stopped leaves none of its changes.
 std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode);
 
 /// Chooses the engine from the target: "postgres://" or "postgresql://" URLs and
