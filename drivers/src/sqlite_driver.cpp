@@ -2,13 +2,16 @@
 // that each hold alone: the file is opened read-only, `query_only` is on, an
 // authorizer denies every action that writes or reaches outside the database
 // file, sqlite3_stmt_readonly() must agree before a statement runs, defensive
-// mode is on and schema code is not trusted.
+// mode is on and schema code is not trusted. Memory is bounded by SQLite's
+// length limit, set per call from the caps, and by its heap limit, which is
+// process-wide.
 #include "detail/row_budget.hpp"
 #include "detail/sqlite_failure.hpp"
 #include "detail/sqlite_pragmas.hpp"
 
 #include <rawtool/driver.hpp>
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -53,6 +56,66 @@ bool only_trivia(std::string_view rest) {
 }
 
 Untrusted owned_text(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
+
+constexpr std::uint64_t mib = 1024 * 1024;
+/// The length limit never goes below this: a statement may read and compute
+/// on values larger than any cell the byte cap keeps.
+constexpr std::uint64_t length_limit_floor = 32 * mib;
+/// The heap limit rawtool manages never goes below this.
+constexpr std::uint64_t heap_limit_floor = 48 * mib;
+/// Room the managed heap limit leaves above the largest length limit: the
+/// page cache, the schema, a statement's other values.
+constexpr std::uint64_t heap_limit_headroom = 16 * mib;
+
+sqlite3_int64 to_sqlite_int64(std::uint64_t value) noexcept {
+  return static_cast<sqlite3_int64>(std::min<std::uint64_t>(value, std::numeric_limits<sqlite3_int64>::max()));
+}
+
+/// SQLite's hard heap limit as rawtool manages it; see set_sqlite_heap_limit.
+class HeapLimit {
+public:
+  static HeapLimit& instance() {
+    static HeapLimit limit;
+    return limit;
+  }
+
+  /// A call is about to run under `length_limit`: while rawtool manages the
+  /// limit, make it room for that.
+  void make_room_for(std::uint64_t length_limit) {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t now = sqlite_heap_limit();
+    if (!looked_) {
+      looked_ = true;
+      if (now != 0) managed_ = false;  // set before rawtool's first call: the embedding program's
+    } else if (managed_ && now != applied_) {
+      managed_ = false;  // set by the embedding program since rawtool last did
+    }
+    largest_length_limit_ = std::max(largest_length_limit_, length_limit);
+    if (managed_ && now < target()) apply(target());
+  }
+
+  void take_over(std::optional<std::uint64_t> bytes) {
+    std::lock_guard lock(mutex_);
+    looked_ = true;
+    managed_ = !bytes.has_value();
+    apply(bytes ? *bytes : target());
+  }
+
+private:
+  [[nodiscard]] std::uint64_t target() const noexcept {
+    return std::max(heap_limit_floor, largest_length_limit_ + heap_limit_headroom);
+  }
+  void apply(std::uint64_t bytes) {
+    sqlite3_hard_heap_limit64(to_sqlite_int64(bytes));
+    applied_ = sqlite_heap_limit();
+  }
+
+  std::mutex mutex_;
+  bool looked_ = false;   ///< whether rawtool has looked at the process's limit yet
+  bool managed_ = true;   ///< whether rawtool sets the limit
+  std::uint64_t applied_ = 0;
+  std::uint64_t largest_length_limit_ = 0;
+};
 
 class SqliteDriver final : public Driver {
 public:
@@ -164,8 +227,7 @@ private:
   Outcome run_call(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
     if (auto unavailable = open_database()) return std::move(*unavailable);
     read_only_ = mode == AccessMode::read_only;
-    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
-                                  limits.lock_timeout.count(), std::numeric_limits<int>::max())));
+    apply_limits(limits);
 
     denied_ = DeniedBy::nothing;
     sqlite3_stmt* raw = nullptr;
@@ -174,7 +236,7 @@ private:
     const Statement statement(raw);
     if (prepared != SQLITE_OK) {
       if (denied_ != DeniedBy::nothing) return refusal_for_denial();
-      return stopped();
+      return stopped(prepared);
     }
     if (raw == nullptr) return refuse(RefusalReason::empty_statement, "The statement is empty.");
     const std::size_t used = static_cast<std::size_t>(tail - sql.data());
@@ -189,6 +251,18 @@ private:
     // interrupt when a statement starts on an idle connection.
     if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
     return run(raw, limits);
+  }
+
+  /// Sets this call's length limit and makes room for it in the heap limit.
+  void apply_limits(const Limits& limits) {
+    const std::uint64_t wanted = std::max(length_limit_floor, limits.max_bytes);
+    sqlite3_limit(db_, SQLITE_LIMIT_LENGTH,
+                  static_cast<int>(std::min<std::uint64_t>(wanted, std::numeric_limits<int>::max())));
+    // SQLite caps it at the largest it was built for; name the one in force.
+    length_limit_ = static_cast<std::uint64_t>(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1));
+    HeapLimit::instance().make_room_for(length_limit_);
+    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                                  limits.lock_timeout.count(), std::numeric_limits<int>::max())));
   }
 
   /// Opens the database on first use. Returns the complaint when it cannot.
@@ -278,12 +352,27 @@ private:
                   "The statement uses something this tool does not permit (ATTACH, DETACH or a denied function).");
   }
 
-  /// What a call answers when SQLite stopped the statement: the caller's
-  /// cancel or the time limit, in the tool's words; anything else is the
-  /// database's Failure.
-  Outcome stopped() const {
+  /// What a call answers when SQLite stopped the statement with `code`: the
+  /// caller's cancel, the time limit, or a memory limit, each said in the
+  /// tool's words; anything else is the database's Failure.
+  Outcome stopped(int code) const {
     if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
     if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+    if ((code & 0xff) == SQLITE_TOOBIG) {
+      return refuse(RefusalReason::limit,
+                    fmt::format("The statement made or read a value or a row longer than the length limit of {} "
+                                "bytes (the larger of max_bytes and 32 MiB), and was stopped.",
+                                length_limit_));
+    }
+    if ((code & 0xff) == SQLITE_NOMEM) {
+      if (const std::uint64_t heap = sqlite_heap_limit(); heap > 0) {
+        return refuse(RefusalReason::limit,
+                      fmt::format("The statement needed more memory than SQLite may use in this process, the heap "
+                                  "limit of {} bytes, and was stopped. Every SQLite connection in the process shares "
+                                  "that limit.",
+                                  heap));
+      }
+    }
     return failure();
   }
 
@@ -305,7 +394,7 @@ private:
             else return sqlite3_bind_text64(statement, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
           },
           params[i]);
-      if (bound != SQLITE_OK) return failure();
+      if (bound != SQLITE_OK) return stopped(bound);
     }
     return std::nullopt;
   }
@@ -346,7 +435,9 @@ private:
         if (type == SQLITE_BLOB) {
           row_bytes += static_cast<std::uint64_t>(sqlite3_column_bytes(statement, c));
         } else if (type != SQLITE_NULL) {
-          sqlite3_column_text(statement, c);  // numbers become text first, so the length is the text's
+          // Numbers become text first, so the length is the text's. Null
+          // here means SQLite had no memory to make the text.
+          if (sqlite3_column_text(statement, c) == nullptr) return stopped(SQLITE_NOMEM);
           row_bytes += static_cast<std::uint64_t>(sqlite3_column_bytes(statement, c));
         }
       }
@@ -359,15 +450,17 @@ private:
           columns[index].type_name = Untrusted(storage_class_name(type));
         }
         if (type == SQLITE_NULL) continue;
+        // A zeroblob's bytes are made only now, so this can run out of memory.
         const void* data = type == SQLITE_BLOB ? sqlite3_column_blob(statement, c)
                                                : static_cast<const void*>(sqlite3_column_text(statement, c));
-        row[index] = Untrusted(static_cast<const char*>(data),
-                               static_cast<std::size_t>(sqlite3_column_bytes(statement, c)));
+        const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, c));
+        if (data == nullptr && size > 0) return stopped(SQLITE_NOMEM);
+        row[index] = Untrusted(static_cast<const char*>(data), size);
       }
       budget.keep(std::move(row));
     }
     if (stepped == SQLITE_DONE) budget.reached_end();
-    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) return stopped();
+    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) return stopped(stepped);
     if (column_count == 0) {
       budget.set_rows_affected(static_cast<std::uint64_t>(sqlite3_total_changes64(db_) - changes_before));
     }
@@ -383,6 +476,7 @@ private:
   Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
   bool read_only_ = true;
+  std::uint64_t length_limit_ = 0;   ///< the length limit in force for this call
   DeniedBy denied_ = DeniedBy::nothing;
 };
 
@@ -396,6 +490,13 @@ Failure detail::sqlite_failure(sqlite3* db) {
   const int offset = sqlite3_error_offset(db);
   if (offset >= 0) failure.position = offset;
   return failure;
+}
+
+void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes) { HeapLimit::instance().take_over(bytes); }
+
+std::uint64_t sqlite_heap_limit() noexcept {
+  const sqlite3_int64 limit = sqlite3_hard_heap_limit64(-1);
+  return limit < 0 ? 0 : static_cast<std::uint64_t>(limit);
 }
 
 std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode) {

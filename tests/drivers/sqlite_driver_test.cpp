@@ -210,6 +210,13 @@ const sqlite3_io_methods ReservedLockHook::io_methods{
     [](sqlite3_file* f, sqlite3_int64 offset, void* page) { return methods(f).xUnfetch(real(f), offset, page); },
 };
 
+/// `SELECT expr, expr, ...` with `count` copies of `expr`.
+std::string select_many(const std::string& expr, int count) {
+  std::string sql = "SELECT ";
+  for (int i = 0; i < count; ++i) sql += (i > 0 ? ", " : "") + expr;
+  return sql;
+}
+
 constexpr const char* runaway = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
 
 rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
@@ -532,6 +539,115 @@ TEST_CASE("nothing after a NUL byte in a sqlite statement runs", "[sqlite]") {
   CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t", {}, AccessMode::read_write)), 0, 0) == "1");
 }
 
+// ---- Memory is bounded by the caps, not by the statement ----
+
+TEST_CASE("sqlite a value longer than the length limit is refused, naming the limit, and the connection stays usable",
+          "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  const std::string limit = "33554432";  // 32 MiB: the floor, above the default max_bytes
+  const std::vector<std::string> bombs = {
+      select_many("hex(zeroblob(150000000))", 3),
+      "SELECT randomblob(40000000)",
+      "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000000) "
+      "SELECT length(group_concat(hex(zeroblob(500)))) FROM c",
+  };
+  for (const std::string& bomb : bombs) {
+    INFO(bomb.substr(0, 80));
+    const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb));
+    CHECK(refusal.reason == RefusalReason::limit);
+    CHECK(refusal.explanation.find("length limit") != std::string::npos);
+    CHECK(refusal.explanation.find(limit) != std::string::npos);
+    CHECK(refusal.explanation.find("too big") == std::string::npos);  // the tool's words, not SQLite's
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
+  }
+  // A bound parameter past the limit is refused the same way, before anything runs.
+  const auto& bound = expect<rawtool::Refusal>(run(*driver, "SELECT length(?1)", {}, AccessMode::read_only,
+                                                   {std::string(40'000'000, 'x')}));
+  CHECK(bound.reason == RefusalReason::limit);
+  CHECK(bound.explanation.find(limit) != std::string::npos);
+}
+
+TEST_CASE("sqlite values larger than max_bytes are still read and computed on, up to the length limit",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB);"
+                "INSERT INTO t VALUES (1, zeroblob(24000000)); INSERT INTO t VALUES (2, zeroblob(40000000))");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  const Rows computed = expect<Rows>(run(*driver, "SELECT length(b), hex(substr(b, 1, 4)) FROM t WHERE id = 1"));
+  CHECK(cell(computed, 0, 0) == "24000000");
+  CHECK(cell(computed, 0, 1) == "00000000");
+  // Read whole and withheld by the byte cap: stated, not refused.
+  const Rows withheld = expect<Rows>(run(*driver, "SELECT b FROM t WHERE id = 1"));
+  CHECK(withheld.rows.empty());
+  CHECK(withheld.truncation == Truncation::byte_cap);
+  CHECK(withheld.rows_withheld == 1);
+  // Past the limit even reading is refused (SQLite checks every value it loads).
+  CHECK(refusal_reason(run(*driver, "SELECT substr(b, 1, 4) FROM t WHERE id = 2")) == RefusalReason::limit);
+  // The limit follows max_bytes above its floor: a cap that keeps a 40 MB cell lets it be read.
+  Limits wide;
+  wide.max_bytes = 44ULL * 1024 * 1024;
+  const Rows kept = expect<Rows>(run(*driver, "SELECT b FROM t WHERE id = 2", wide));
+  REQUIRE(kept.rows.size() == 1);
+  CHECK(cell(kept, 0, 0) == std::string(40'000'000, '\0'));
+}
+
+TEST_CASE("sqlite many wide columns stop at the heap limit, naming it, and the connection stays usable",
+          "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
+  // The limit SQLite itself holds for the process, read from SQLite.
+  const sqlite3_int64 heap_limit = sqlite3_hard_heap_limit64(-1);
+  REQUIRE(heap_limit > 0);
+  for (const std::string& bomb : {select_many("randomblob(1000000)", 500), select_many("zeroblob(1000000)", 500),
+                                  select_many("hex(zeroblob(1000000))", 500)}) {
+    INFO(bomb.substr(0, 80));
+    const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb));
+    CHECK(refusal.reason == RefusalReason::limit);
+    CHECK(refusal.explanation.find("heap limit") != std::string::npos);
+    CHECK(refusal.explanation.find(std::to_string(heap_limit)) != std::string::npos);
+    CHECK(refusal.explanation.find("out of memory") == std::string::npos);
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
+  }
+}
+
+TEST_CASE("an embedder can take over the SQLite heap limit, turn it off, and hand it back", "[sqlite][limits]") {
+  constexpr std::uint64_t mib = 1024 * 1024;
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  expect<Rows>(run(*driver, "SELECT 1"));
+  CHECK(rawtool::sqlite_heap_limit() >= 48 * mib);
+  CHECK(rawtool::sqlite_heap_limit() == static_cast<std::uint64_t>(sqlite3_hard_heap_limit64(-1)));
+  const std::string bomb = select_many("randomblob(1000000)", 20);
+
+  rawtool::set_sqlite_heap_limit(8 * mib);
+  CHECK(sqlite3_hard_heap_limit64(-1) == static_cast<sqlite3_int64>(8 * mib));
+  const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb));
+  CHECK(refusal.reason == RefusalReason::limit);
+  CHECK(refusal.explanation.find("heap limit of 8388608 bytes") != std::string::npos);
+  // A call with a larger length limit does not move a limit the embedder set.
+  Limits wide;
+  wide.max_bytes = 100 * mib;
+  expect<Rows>(run(*driver, "SELECT 1", wide));
+  CHECK(rawtool::sqlite_heap_limit() == 8 * mib);
+
+  rawtool::set_sqlite_heap_limit(0);
+  CHECK(sqlite3_hard_heap_limit64(-1) == 0);
+  const Rows unlimited = expect<Rows>(run(*driver, bomb));  // 20 MB made, then withheld by the byte cap
+  CHECK(unlimited.truncation == Truncation::byte_cap);
+
+  // Handed back, rawtool makes room for the largest length limit it has run under.
+  rawtool::set_sqlite_heap_limit(std::nullopt);
+  CHECK(rawtool::sqlite_heap_limit() >= 116 * mib);
+  // And it stops managing as soon as the program sets the limit itself.
+  sqlite3_hard_heap_limit64(static_cast<sqlite3_int64>(120 * mib));
+  Limits wider;
+  wider.max_bytes = 200 * mib;
+  expect<Rows>(run(*driver, "SELECT 1", wider));
+  CHECK(rawtool::sqlite_heap_limit() == 120 * mib);
+  rawtool::set_sqlite_heap_limit(std::nullopt);
+  CHECK(rawtool::sqlite_heap_limit() >= 216 * mib);
+}
+
+
 // ---- An interrupted statement leaves a clean connection or a closed one ----
 
 TEST_CASE("sqlite a timed-out or cancelled statement leaves a next call that works and a database nobody holds",
@@ -624,6 +740,7 @@ TEST_CASE("a sqlite connection whose cleanup fails is closed, so nothing the sta
     auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
     expect<Rows>(run(*driver, "BEGIN IMMEDIATE", {}, AccessMode::read_write));
     sqlite3_hard_heap_limit64(heap_before);
+    rawtool::set_sqlite_heap_limit(std::nullopt);  // and rawtool manages it again
     CHECK(nothing_holds_a_lock(scratch.db()));
     const Rows inserted = expect<Rows>(run(*driver, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
     CHECK(inserted.rows_affected == std::optional<std::uint64_t>(1));

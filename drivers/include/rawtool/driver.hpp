@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -127,6 +128,17 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 /// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO)
 /// and load_extension are refused in both modes.
 ///
+/// Memory. Each call sets SQLite's length limit (SQLITE_LIMIT_LENGTH: the
+/// longest value or row SQLite will make or load) to max_bytes, and to at
+/// least 32 MiB: a cell longer than max_bytes is never kept, but a statement
+/// may read or compute on a larger value (`length(doc)`, `substr(doc, 1, 80)`)
+/// and be shown what fits. Past it the call is Refusal{limit} naming the
+/// length limit and its value, and a stored value longer than it cannot be
+/// read at all, not even in part. All of SQLite's memory is bounded by its
+/// heap limit, which is process-wide (see set_sqlite_heap_limit); a call that
+/// reaches it is Refusal{limit} naming the heap limit and its value. The
+/// connection is usable after either.
+///
 /// Interruption. After every call the statement is finalized and the
 /// connection is left in autocommit mode, with no transaction open and no
 /// statement pending, whatever stopped the statement (a cancel, the time
@@ -134,6 +146,29 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 /// connection is closed and the next call opens a new one. A write that was
 /// stopped leaves none of its changes.
 std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode);
+
+/// SQLite's hard heap limit (sqlite3_hard_heap_limit64) bounds the memory of
+/// every SQLite connection in the process together: SQLite has no limit per
+/// connection. A statement that would pass it fails with SQLITE_NOMEM, and so
+/// may a statement running beside it on another connection.
+///
+/// By default rawtool manages it. When the first SQLite driver runs a call,
+/// unless something in the process already set a limit, rawtool sets it to
+/// the larger of 48 MiB and the largest length limit of any call so far plus
+/// 16 MiB (with default limits: 48 MiB), and raises it, never lowers it, when a
+/// call with a larger length limit comes. It stops managing it as soon as
+/// anything else sets it: this function, or sqlite3_hard_heap_limit64 called
+/// by the embedding program.
+///
+/// `bytes` takes it over: that many bytes, applied at once and kept; 0 turns
+/// the limit off (a statement's memory is then bounded only by the length
+/// limit and the number of columns). std::nullopt hands it back to rawtool.
+/// Thread-safe.
+void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes);
+
+/// The hard heap limit in force for SQLite in this process, in bytes; 0 when
+/// there is none.
+[[nodiscard]] std::uint64_t sqlite_heap_limit() noexcept;
 
 /// Chooses the engine from the target: "postgres://" or "postgresql://" URLs and
 /// libpq key=value strings go to PostgreSQL; "sqlite:" prefixes, ":memory:" and

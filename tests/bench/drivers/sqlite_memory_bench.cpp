@@ -5,7 +5,8 @@
 // a process of its own and read its peak_rss_MiB:
 //
 //   for b in baseline_select1 hex_of_huge_zeroblobs wide_zeroblob_columns wide_hex_columns
-//            wide_randomblob_columns growing_group_concat; do
+//            wide_randomblob_columns growing_group_concat wide_randomblob_columns_heap_limit_off
+//            null_cells; do
 //     tests/bench/drivers/sqlite_memory_bench --benchmark_filter="^$b/"
 //   done
 //   (the for line is one line)
@@ -86,6 +87,20 @@ void growing_group_concat(benchmark::State& state) {
                   "SELECT length(group_concat(hex(zeroblob(500)))) FROM c");
 }
 
+/// The wide columns again with the heap limit turned off, as an embedder may:
+/// what the length limit alone leaves (each value is far below it).
+void wide_randomblob_columns_heap_limit_off(benchmark::State& state) {
+  rawtool::set_sqlite_heap_limit(0);
+  run_bomb(state, select_many("randomblob(1000000)", 500));
+}
+
+/// Rows of NULLs: each costs no byte against max_bytes, so max_rows rows of
+/// 2000 columns are all kept. Memory here is the kept Rows, not SQLite's.
+void null_cells(benchmark::State& state) {
+  run_bomb(state, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) " +
+                      select_many("NULL", 2000) + " FROM c");
+}
+
 }  // namespace
 
 BENCHMARK(baseline_select1)->Unit(benchmark::kMillisecond)->Iterations(1);
@@ -94,5 +109,7 @@ BENCHMARK(wide_zeroblob_columns)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(wide_hex_columns)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(wide_randomblob_columns)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(growing_group_concat)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(wide_randomblob_columns_heap_limit_off)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(null_cells)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 BENCHMARK_MAIN();
