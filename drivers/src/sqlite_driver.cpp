@@ -230,6 +230,8 @@ private:
     apply_limits(limits);
 
     denied_ = DeniedBy::nothing;
+    actions_ = 0;
+    pragma_read_ = false;
     sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
     const int prepared = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
@@ -243,7 +245,12 @@ private:
     if (!only_trivia(sql.substr(used))) {
       return refuse(RefusalReason::multiple_statements, "Only one statement may run per call.");
     }
-    if (read_only_ && sqlite3_stmt_readonly(raw) == 0) {
+    // sqlite3_stmt_readonly() judges by the program SQLite compiled, and
+    // counts `PRAGMA journal_mode` as a write whatever its argument. A
+    // statement that is nothing but a pragma the authorizer let through as a
+    // read is judged by the authorizer's lists instead.
+    const bool only_a_pragma_read = pragma_read_ && actions_ == 1;
+    if (read_only_ && sqlite3_stmt_readonly(raw) == 0 && !only_a_pragma_read) {
       return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
     }
     if (auto bad = bind(raw, params)) return std::move(*bad);
@@ -297,6 +304,7 @@ private:
   }
 
   int authorize(int action, const char* arg1, const char* arg2) {
+    ++actions_;
     const auto deny = [this](DeniedBy why) {
       if (denied_ == DeniedBy::nothing) denied_ = why;
       return SQLITE_DENY;
@@ -321,10 +329,14 @@ private:
         if (arg1 != nullptr && std::string_view(arg1) == "sqlite_master") return SQLITE_OK;
         return read_only_ ? deny(DeniedBy::write) : SQLITE_OK;
       case SQLITE_PRAGMA: {
-        if (!read_only_) return SQLITE_OK;
+        // For a pragma, arg1 is its name and arg2 its argument, null when it has none.
         const std::string_view name = arg1 == nullptr ? std::string_view{} : std::string_view(arg1);
-        if (detail::name_in(name, detail::read_only_pragmas)) return SQLITE_OK;
-        if (arg2 == nullptr && detail::name_in(name, detail::readable_setting_pragmas)) return SQLITE_OK;
+        if (!read_only_) return SQLITE_OK;
+        if (detail::name_in(name, detail::read_only_pragmas) ||
+            (arg2 == nullptr && detail::name_in(name, detail::readable_setting_pragmas))) {
+          pragma_read_ = true;
+          return SQLITE_OK;
+        }
         return deny(DeniedBy::write);
       }
       default:
@@ -477,7 +489,10 @@ private:
   bool timed_out_ = false;
   bool read_only_ = true;
   std::uint64_t length_limit_ = 0;   ///< the length limit in force for this call
+  // What the authorizer saw while the statement was prepared.
   DeniedBy denied_ = DeniedBy::nothing;
+  int actions_ = 0;                  ///< authorizer calls
+  bool pragma_read_ = false;         ///< one of them was a pragma let through as a read
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "outcome_checks.hpp"
 #include "untrusted_bytes.hpp"
 #include "detail/sqlite_failure.hpp"
+#include "detail/sqlite_pragmas.hpp"
 
 #include <rawtool/driver.hpp>
 
@@ -746,4 +747,48 @@ TEST_CASE("a sqlite connection whose cleanup fails is closed, so nothing the sta
     CHECK(inserted.rows_affected == std::optional<std::uint64_t>(1));
   }
   CHECK(Plain(scratch.db()).value("SELECT count(*) FROM t") == "2");
+}
+
+
+// ---- Reading a setting is harmless; changing one is refused ----
+
+TEST_CASE("every pragma the read-only lists name reads with no argument, and a setting given one is refused",
+          "[sqlite][read_only]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1);"
+                "PRAGMA user_version = 7; PRAGMA application_id = 9");
+  const std::vector<std::string> files_before = scratch.files();
+  const auto argument_for = [](std::string_view pragma) -> std::string {
+    if (pragma == "journal_mode") return "WAL";
+    if (pragma == "encoding") return "'UTF-16le'";
+    if (pragma == "page_size") return "512";
+    return "2";
+  };
+  // A read-only driver, and a read-write driver's read-only calls: each layer
+  // set must hold on its own.
+  for (const AccessMode opened : {AccessMode::read_only, AccessMode::read_write}) {
+    INFO("driver opened " << rawtool::access_mode_name(opened));
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), opened);
+    for (std::string_view pragma : rawtool::detail::readable_setting_pragmas) {
+      INFO(pragma);
+      const Rows before = expect<Rows>(run(*driver, fmt::format("PRAGMA {}", pragma)));
+      REQUIRE(before.rows.size() == 1);
+      for (const std::string& sql : {fmt::format("PRAGMA {} = {}", pragma, argument_for(pragma)),
+                                     fmt::format("PRAGMA main.{}({})", pragma, argument_for(pragma))}) {
+        INFO(sql);
+        CHECK(refusal_reason(run(*driver, sql)) == RefusalReason::read_only);
+      }
+      CHECK(expect<Rows>(run(*driver, fmt::format("PRAGMA {}", pragma))).rows == before.rows);
+      CHECK(scratch.files() == files_before);
+    }
+    for (std::string_view pragma : rawtool::detail::read_only_pragmas) {
+      INFO(pragma);
+      expect<Rows>(run(*driver, fmt::format("PRAGMA {}", pragma)));
+      const std::string_view argument = pragma.starts_with("index_") ? "t_x" : "t";
+      expect<Rows>(run(*driver, fmt::format("PRAGMA {}({})", pragma, argument)));
+      CHECK(scratch.files() == files_before);
+    }
+    CHECK(cell(expect<Rows>(run(*driver, "PRAGMA journal_mode")), 0, 0) == "delete");
+    CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
+  }
 }

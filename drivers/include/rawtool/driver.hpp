@@ -128,6 +128,9 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 /// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO)
 /// and load_extension are refused in both modes.
 ///
+/// Reading a setting is allowed in read-only mode (`PRAGMA journal_mode`);
+/// changing one is not.
+///
 /// Memory. Each call sets SQLite's length limit (SQLITE_LIMIT_LENGTH: the
 /// longest value or row SQLite will make or load) to max_bytes, and to at
 /// least 32 MiB: a cell longer than max_bytes is never kept, but a statement
