@@ -187,6 +187,7 @@ private:
   void begin_call(const Limits& limits) {
     deadline_ = Clock::now() + limits.statement_timeout;
     timed_out_ = false;
+    reopen_after_call_ = false;
     std::lock_guard lock(db_mutex_);
     cancel_requested_.store(false);
     running_.store(true);
@@ -209,7 +210,7 @@ private:
       const int rolled_back = sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
       clean = rolled_back == SQLITE_OK && connection_is_clean();
     }
-    if (!clean) close_connection();
+    if (!clean || reopen_after_call_) close_connection();
   }
 
   [[nodiscard]] bool connection_is_clean() const noexcept {
@@ -331,7 +332,12 @@ private:
       case SQLITE_PRAGMA: {
         // For a pragma, arg1 is its name and arg2 its argument, null when it has none.
         const std::string_view name = arg1 == nullptr ? std::string_view{} : std::string_view(arg1);
-        if (!read_only_) return SQLITE_OK;
+        if (arg2 != nullptr && detail::name_in(name, detail::process_wide_pragmas)) return deny(DeniedBy::policy);
+        if (!read_only_) {
+          // A setting of the connection ends with the call, as on a fresh one.
+          if (arg2 != nullptr) reopen_after_call_ = true;
+          return SQLITE_OK;
+        }
         if (detail::name_in(name, detail::read_only_pragmas) ||
             (arg2 == nullptr && detail::name_in(name, detail::readable_setting_pragmas))) {
           pragma_read_ = true;
@@ -361,7 +367,8 @@ private:
       return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
     }
     return refuse(RefusalReason::not_permitted,
-                  "The statement uses something this tool does not permit (ATTACH, DETACH or a denied function).");
+                  "The statement uses something this tool does not permit (ATTACH, DETACH, a denied function, or a "
+                  "pragma that changes a setting of the whole process).");
   }
 
   /// What a call answers when SQLite stopped the statement with `code`: the
@@ -489,6 +496,7 @@ private:
   bool timed_out_ = false;
   bool read_only_ = true;
   std::uint64_t length_limit_ = 0;   ///< the length limit in force for this call
+  bool reopen_after_call_ = false;   ///< a read-write statement changed a setting of the connection
   // What the authorizer saw while the statement was prepared.
   DeniedBy denied_ = DeniedBy::nothing;
   int actions_ = 0;                  ///< authorizer calls

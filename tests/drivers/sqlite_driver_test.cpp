@@ -339,18 +339,54 @@ TEST_CASE("an error from a user function is copied exactly, with its extended co
 }
 
 TEST_CASE("sqlite read-only escape attempts leave the database, files and the next call unchanged", "[sqlite][read_only]") {
+  // In rollback-journal mode, and in WAL mode with a writer connected (the
+  // only way a read-only driver reads a WAL database by default).
+  const std::string journal_mode = GENERATE(std::string("delete"), std::string("wal"));
+  INFO("journal_mode " << journal_mode);
   Scratch scratch;
-  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1), (2); PRAGMA user_version = 7;");
+  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1), (2); PRAGMA user_version = 7;"
+                "ANALYZE");
+  std::optional<Plain> writer;
+  if (journal_mode == "wal") {
+    writer.emplace(scratch.db());
+    writer->run("PRAGMA journal_mode = WAL; SELECT count(*) FROM t");
+    REQUIRE(fs::exists(scratch.path("test.db-wal")));
+  }
   const fs::path attached = scratch.path("attached.db");
   const fs::path vacuumed = scratch.path("vacuumed.db");
-  const std::vector<std::string> files_before = scratch.files();
+  // Every file and its bytes; a -shm by name only (shared memory every reader marks its place in).
+  const auto files = [&] {
+    std::vector<std::string> listed;
+    for (const std::string& file : scratch.files()) {
+      listed.push_back(file.starts_with("test.db-shm ") ? std::string("test.db-shm") : file);
+    }
+    return listed;
+  };
+  const std::vector<std::string> files_before = files();
   auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
   const auto state = [&] {
-    const Rows rows = expect<Rows>(run(*driver, "SELECT group_concat(x), (SELECT user_version FROM pragma_user_version) FROM t"));
-    return cell(rows, 0, 0) + "|" + cell(rows, 0, 1);
+    const Rows rows = expect<Rows>(run(*driver, "SELECT group_concat(x), (SELECT user_version FROM pragma_user_version), "
+                                                "(SELECT count(*) FROM sqlite_stat1) FROM t"));
+    return cell(rows, 0, 0) + "|" + cell(rows, 0, 1) + "|" + cell(rows, 0, 2);
   };
   const std::string before = state();
-  CHECK(before == "1,2|7");
+  CHECK(before == "1,2|7|1");
+  // As the driver's first call left them.
+  const sqlite3_int64 hard_heap_limit = sqlite3_hard_heap_limit64(-1);
+  const sqlite3_int64 soft_heap_limit = sqlite3_soft_heap_limit64(-1);
+  const char* const temp_directory = sqlite3_temp_directory;
+  // Nothing that outlasts the call: the database, the files, locks and open
+  // transactions, and the settings of the whole process.
+  const auto unchanged = [&] {
+    CHECK(state() == before);
+    CHECK_FALSE(fs::exists(attached));
+    CHECK_FALSE(fs::exists(vacuumed));
+    CHECK(files() == files_before);
+    CHECK(nothing_holds_a_lock(scratch.db()));
+    CHECK(sqlite3_hard_heap_limit64(-1) == hard_heap_limit);
+    CHECK(sqlite3_soft_heap_limit64(-1) == soft_heap_limit);
+    CHECK(sqlite3_temp_directory == temp_directory);
+  };
 
   struct Attempt {
     std::string sql;
@@ -365,19 +401,53 @@ TEST_CASE("sqlite read-only escape attempts leave the database, files and the ne
       {"PRAGMA user_version = 9", RefusalReason::read_only},
       {"PRAGMA journal_mode = DELETE", RefusalReason::read_only},
       {"PRAGMA journal_mode = OFF", RefusalReason::read_only},
+      {"PRAGMA journal_mode = WAL", RefusalReason::read_only},
       {"PRAGMA query_only = 0", RefusalReason::read_only},
       {"PRAGMA writable_schema = 1", RefusalReason::read_only},
       {"SELECT load_extension('/tmp/nothing')", RefusalReason::not_permitted},
+      {"SELECT fts3_tokenizer('simple')", RefusalReason::not_permitted},
       {"SELECT 1; DELETE FROM t", RefusalReason::multiple_statements},
       {"SELECT 1; -- fine\n; DROP TABLE t", RefusalReason::multiple_statements},
       {"DELETE FROM t", RefusalReason::read_only},
       {"INSERT INTO t VALUES (3)", RefusalReason::read_only},
       {"CREATE TABLE u (x)", RefusalReason::read_only},
       {"CREATE TEMP TABLE u (x)", RefusalReason::read_only},
+      {"CREATE TEMP VIEW v AS SELECT 1", RefusalReason::read_only},
+      {"CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END", RefusalReason::read_only},
+      {"CREATE VIRTUAL TABLE temp.f USING fts5(x)", RefusalReason::read_only},
       {"WITH d AS (SELECT 1) DELETE FROM t", RefusalReason::read_only},
       {"REINDEX", RefusalReason::read_only},
+      {"REINDEX t_x", RefusalReason::read_only},
       {"ANALYZE", RefusalReason::read_only},
+      {"ANALYZE t", RefusalReason::read_only},
+      {"DELETE FROM sqlite_stat1", RefusalReason::read_only},
+      {"INSERT INTO sqlite_stat1 VALUES ('t', 't_x', '9 9')", RefusalReason::read_only},
       {"DROP TABLE t", RefusalReason::read_only},
+      // Writes the file without a statement that says so.
+      {"PRAGMA wal_checkpoint", RefusalReason::read_only},
+      {"PRAGMA wal_checkpoint(TRUNCATE)", RefusalReason::read_only},
+      {"PRAGMA incremental_vacuum", RefusalReason::read_only},
+      {"PRAGMA incremental_vacuum(10)", RefusalReason::read_only},
+      {"PRAGMA optimize", RefusalReason::read_only},
+      // Locks held past the call.
+      {"BEGIN IMMEDIATE", RefusalReason::read_only},
+      {"BEGIN EXCLUSIVE", RefusalReason::read_only},
+      {"PRAGMA locking_mode = EXCLUSIVE", RefusalReason::read_only},
+      // Settings of the connection that would outlive the call on a pooled connection.
+      {"PRAGMA temp_store = MEMORY", RefusalReason::read_only},
+      {"PRAGMA mmap_size = 1000000", RefusalReason::read_only},
+      {"PRAGMA trusted_schema = 1", RefusalReason::read_only},
+      {"PRAGMA ignore_check_constraints = 1", RefusalReason::read_only},
+      {"PRAGMA cell_size_check = 1", RefusalReason::read_only},
+      {"PRAGMA busy_timeout = 100000", RefusalReason::read_only},
+      {"PRAGMA journal_size_limit = 0", RefusalReason::read_only},
+      {"PRAGMA wal_autocheckpoint = 1", RefusalReason::read_only},
+      {"PRAGMA threads = 4", RefusalReason::read_only},
+      {"PRAGMA shrink_memory", RefusalReason::read_only},
+      // Settings of the whole process.
+      {"PRAGMA hard_heap_limit = 100000", RefusalReason::not_permitted},
+      {"PRAGMA soft_heap_limit = 100000", RefusalReason::not_permitted},
+      {"PRAGMA temp_store_directory = '" + scratch.path("").string() + "'", RefusalReason::not_permitted},
   };
   for (const Attempt& attempt : attempts) {
     INFO(attempt.sql);
@@ -387,18 +457,29 @@ TEST_CASE("sqlite read-only escape attempts leave the database, files and the ne
     } else {
       expect<Failure>(outcome);
     }
-    CHECK(state() == before);
-    CHECK_FALSE(fs::exists(attached));
-    CHECK_FALSE(fs::exists(vacuumed));
-    CHECK(scratch.files() == files_before);
+    unchanged();
   }
   // Reads are fine, including the read-only pragmas.
   CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
+  CHECK(cell(expect<Rows>(run(*driver, "PRAGMA journal_mode")), 0, 0) == journal_mode);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT name FROM pragma_table_info('t')")), 0, 0) == "x");
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 1; -- a trailing comment\n;  ")), 0, 0) == "1");
+  // A sort too large for memory spills to a temporary file SQLite removes.
+  Limits one_row;
+  one_row.max_rows = 1;
+  expect<Rows>(run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) "
+                            "SELECT n, randomblob(100) FROM c ORDER BY random()", one_row));
+  unchanged();
   // A transaction a statement opens does not outlive the call.
-  expect<Rows>(run(*driver, "BEGIN"));
-  CHECK(state() == before);
+  for (const char* opens : {"BEGIN", "BEGIN DEFERRED", "SAVEPOINT s"}) {
+    INFO(opens);
+    expect<Rows>(run(*driver, opens));
+    unchanged();
+  }
+  if (writer) {
+    // No snapshot is held: the writer can checkpoint the whole WAL.
+    CHECK(writer->value("PRAGMA wal_checkpoint(TRUNCATE)") == "0");
+  }
 }
 
 TEST_CASE("a read-only driver refuses read-write calls, and a missing file is unavailable", "[sqlite][read_only]") {
@@ -790,5 +871,47 @@ TEST_CASE("every pragma the read-only lists name reads with no argument, and a s
     }
     CHECK(cell(expect<Rows>(run(*driver, "PRAGMA journal_mode")), 0, 0) == "delete");
     CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
+  }
+}
+
+
+// ---- Settings do not outlive the call that made them ----
+
+TEST_CASE("a setting a read-write sqlite statement makes on its connection ends with the call", "[sqlite]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE c (x CHECK (x > 0)); INSERT INTO c VALUES (1)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*driver, "PRAGMA ignore_check_constraints = 1", {}, AccessMode::read_write));
+  const Failure& failure = expect<Failure>(run(*driver, "INSERT INTO c VALUES (-1)", {}, AccessMode::read_write));
+  CHECK(*failure.sqlite_code == SQLITE_CONSTRAINT_CHECK);
+  // Exclusive locking would keep the file locked between calls.
+  expect<Rows>(run(*driver, "PRAGMA locking_mode = EXCLUSIVE", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "SELECT count(*) FROM c", {}, AccessMode::read_write));
+  CHECK(nothing_holds_a_lock(scratch.db()));
+  // Settings stored in the file are the database's, and stay.
+  expect<Rows>(run(*driver, "PRAGMA user_version = 5", {}, AccessMode::read_write));
+  CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "5");
+}
+
+TEST_CASE("no sqlite statement changes a setting of the whole process, in either mode", "[sqlite]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*driver, "SELECT 1"));
+  const sqlite3_int64 hard = sqlite3_hard_heap_limit64(-1);
+  const sqlite3_int64 soft = sqlite3_soft_heap_limit64(-1);
+  const char* temp_directory = sqlite3_temp_directory;
+  for (const AccessMode mode : {AccessMode::read_write, AccessMode::read_only}) {
+    for (const std::string& sql : {std::string("PRAGMA hard_heap_limit = 100000"), std::string("PRAGMA soft_heap_limit = 100000"),
+                                   "PRAGMA temp_store_directory = '" + scratch.path("").string() + "'"}) {
+      INFO(sql << " in " << rawtool::access_mode_name(mode));
+      CHECK(refusal_reason(run(*driver, sql, {}, mode)) == RefusalReason::not_permitted);
+      CHECK(sqlite3_hard_heap_limit64(-1) == hard);
+      CHECK(sqlite3_soft_heap_limit64(-1) == soft);
+      CHECK(sqlite3_temp_directory == temp_directory);
+      // Put back what a failing build changed, so the checks after this one mean something.
+      sqlite3_hard_heap_limit64(hard);
+      sqlite3_soft_heap_limit64(soft);
+    }
   }
 }

@@ -125,11 +125,17 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 /// read-only; a path that does not exist is Unavailable in read-only mode.
 /// ":memory:" in read-only mode is an empty database: it answers expressions
 /// and nothing can be created in it. A driver opened read-only refuses
-/// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO)
-/// and load_extension are refused in both modes.
+/// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO),
+/// load_extension and the pragmas that change a setting of the whole process
+/// (hard_heap_limit, soft_heap_limit, temp_store_directory,
+/// data_store_directory) are refused in both modes (Refusal{not_permitted}).
 ///
 /// Reading a setting is allowed in read-only mode (`PRAGMA journal_mode`);
-/// changing one is not.
+/// changing one is not. A setting a read-write statement changes on its
+/// connection (`PRAGMA locking_mode = EXCLUSIVE`, `PRAGMA foreign_keys = 0`)
+/// ends with its call: the connection is closed and the next call opens a
+/// fresh one. Settings stored in the file (user_version, journal_mode = WAL)
+/// are the database's and stay.
 ///
 /// Memory. Each call sets SQLite's length limit (SQLITE_LIMIT_LENGTH: the
 /// longest value or row SQLite will make or load) to max_bytes, and to at

@@ -18,6 +18,11 @@ inline constexpr std::array<std::string_view, 12> readable_setting_pragmas{
     "user_version", "application_id", "schema_version", "page_size",   "encoding",      "journal_mode",
     "auto_vacuum",  "foreign_keys",   "cache_size",     "query_only",  "synchronous",   "max_page_count"};
 
+/// Pragmas that, given an argument, change a setting of the whole process
+/// rather than of the connection: refused in every mode.
+inline constexpr std::array<std::string_view, 4> process_wide_pragmas{"hard_heap_limit", "soft_heap_limit",
+                                                                      "temp_store_directory", "data_store_directory"};
+
 /// Functions no statement may call: they reach the filesystem or load code.
 inline constexpr std::array<std::string_view, 5> denied_functions{"load_extension", "readfile", "writefile", "edit",
                                                                   "fts3_tokenizer"};
