@@ -1,13 +1,14 @@
 // The SQLite driver. Read-only mode is enforced by SQLite itself, in layers
-// that each hold alone: the file is opened read-only, `query_only` is on, an
-// authorizer denies every action that writes or reaches outside the database
-// file, sqlite3_stmt_readonly() must agree before a statement runs, defensive
-// mode is on and schema code is not trusted. Memory is bounded by SQLite's
-// length limit, set per call from the caps, and by its heap limit, which is
-// process-wide.
+// that each hold alone: the file is opened read-only, through a VFS that
+// creates no file, `query_only` is on, an authorizer denies every action that
+// writes or reaches outside the database file, sqlite3_stmt_readonly() must
+// agree before a statement runs, defensive mode is on and schema code is not
+// trusted. Memory is bounded by SQLite's length limit, set per call from the
+// caps, and by its heap limit, which is process-wide.
 #include "detail/row_budget.hpp"
 #include "detail/sqlite_failure.hpp"
 #include "detail/sqlite_pragmas.hpp"
+#include "detail/sqlite_vfs.hpp"
 
 #include <rawtool/driver.hpp>
 
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -117,9 +119,113 @@ private:
   std::uint64_t largest_length_limit_ = 0;
 };
 
+// ---- A VFS that creates no file that outlasts a connection ----
+
+sqlite3_vfs* wrapped(sqlite3_vfs* vfs) noexcept { return static_cast<sqlite3_vfs*>(vfs->pAppData); }
+
+int open_without_creating(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+  sqlite3_vfs* real = wrapped(vfs);
+  constexpr int lasting = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_WAL | SQLITE_OPEN_SUPER_JOURNAL;
+  if ((flags & lasting) != 0) flags &= ~SQLITE_OPEN_CREATE;
+  if ((flags & SQLITE_OPEN_WAL) != 0 && name != nullptr) {
+    // The -shm is opened next, by the shared-memory methods, which create it
+    // when it is missing; so it must exist now. SQLite holds a shared lock on
+    // the database by now, and the connection that would remove the -wal and
+    // the -shm must first take an exclusive one: what exists now stays.
+    const std::string shm = std::string(sqlite3_filename_database(name)) + "-shm";
+    int exists = 0;
+    if (real->xAccess(real, shm.c_str(), SQLITE_ACCESS_EXISTS, &exists) != SQLITE_OK || exists == 0) {
+      return SQLITE_CANTOPEN;
+    }
+  }
+  return real->xOpen(real, name, file, flags, out_flags);
+}
+
+/// The wrapper's methods, each handing the call to the wrapped VFS. The
+/// file objects are the wrapped VFS's own, so only opening differs.
+sqlite3_vfs make_no_create_vfs(sqlite3_vfs* real) {
+  sqlite3_vfs vfs{};
+  vfs.iVersion = std::min(real->iVersion, 3);
+  vfs.szOsFile = real->szOsFile;
+  vfs.mxPathname = real->mxPathname;
+  vfs.zName = "rawtool-no-create";
+  vfs.pAppData = real;
+  vfs.xOpen = &open_without_creating;
+  vfs.xDelete = [](sqlite3_vfs* v, const char* name, int sync) { return wrapped(v)->xDelete(wrapped(v), name, sync); };
+  vfs.xAccess = [](sqlite3_vfs* v, const char* name, int flags, int* out) {
+    return wrapped(v)->xAccess(wrapped(v), name, flags, out);
+  };
+  vfs.xFullPathname = [](sqlite3_vfs* v, const char* name, int size, char* out) {
+    return wrapped(v)->xFullPathname(wrapped(v), name, size, out);
+  };
+  if (real->xDlOpen != nullptr) {
+    vfs.xDlOpen = [](sqlite3_vfs* v, const char* name) { return wrapped(v)->xDlOpen(wrapped(v), name); };
+    vfs.xDlError = [](sqlite3_vfs* v, int size, char* out) { wrapped(v)->xDlError(wrapped(v), size, out); };
+    vfs.xDlSym = [](sqlite3_vfs* v, void* handle, const char* symbol) {
+      return wrapped(v)->xDlSym(wrapped(v), handle, symbol);
+    };
+    vfs.xDlClose = [](sqlite3_vfs* v, void* handle) { wrapped(v)->xDlClose(wrapped(v), handle); };
+  }
+  vfs.xRandomness = [](sqlite3_vfs* v, int size, char* out) { return wrapped(v)->xRandomness(wrapped(v), size, out); };
+  vfs.xSleep = [](sqlite3_vfs* v, int microseconds) { return wrapped(v)->xSleep(wrapped(v), microseconds); };
+  vfs.xCurrentTime = [](sqlite3_vfs* v, double* out) { return wrapped(v)->xCurrentTime(wrapped(v), out); };
+  vfs.xGetLastError = [](sqlite3_vfs* v, int size, char* out) {
+    return wrapped(v)->xGetLastError(wrapped(v), size, out);
+  };
+  if (vfs.iVersion >= 2) {
+    vfs.xCurrentTimeInt64 = [](sqlite3_vfs* v, sqlite3_int64* out) {
+      return wrapped(v)->xCurrentTimeInt64(wrapped(v), out);
+    };
+  }
+  if (vfs.iVersion >= 3) {
+    vfs.xSetSystemCall = [](sqlite3_vfs* v, const char* name, sqlite3_syscall_ptr call) {
+      return wrapped(v)->xSetSystemCall(wrapped(v), name, call);
+    };
+    vfs.xGetSystemCall = [](sqlite3_vfs* v, const char* name) { return wrapped(v)->xGetSystemCall(wrapped(v), name); };
+    vfs.xNextSystemCall = [](sqlite3_vfs* v, const char* name) {
+      return wrapped(v)->xNextSystemCall(wrapped(v), name);
+    };
+  }
+  return vfs;
+}
+
+// ---- Paths ----
+
+/// `path` as a URI SQLite reads back as exactly that file name, whatever it
+/// holds ('?', '#', '%', a leading "file:"), with `query` appended.
+std::string file_uri(std::string_view path, std::string_view query) {
+  std::string uri = "file:";
+  // An empty authority, so that a path starting with "//" is not read as a host.
+  if (!path.empty() && path.front() == '/') uri += "//";
+  for (const char c : path) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                       c == '.' || c == '-' || c == '_' || c == '~';
+    if (plain) {
+      uri += c;
+    } else {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    }
+  }
+  if (!query.empty()) {
+    uri += '?';
+    uri += query;
+  }
+  return uri;
+}
+
+/// True when the file at `path` is a SQLite database in WAL mode: bytes 18 and
+/// 19 of its header, the write and read format versions, are 2.
+bool database_file_is_wal(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::array<char, 20> header{};
+  if (!file.read(header.data(), static_cast<std::streamsize>(header.size()))) return false;
+  return header[18] == 2 && header[19] == 2;
+}
+
 class SqliteDriver final : public Driver {
 public:
-  SqliteDriver(std::string path, AccessMode mode) : path_(std::move(path)), mode_(mode) {}
+  SqliteDriver(std::string path, AccessMode mode, SqliteOptions options)
+      : path_(std::move(path)), mode_(mode), options_(options) {}
 
   ~SqliteDriver() override {
     std::lock_guard lock(db_mutex_);
@@ -226,7 +332,7 @@ private:
   }
 
   Outcome run_call(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
-    if (auto unavailable = open_database()) return std::move(*unavailable);
+    if (auto refused = open_database(limits)) return std::move(*refused);
     read_only_ = mode == AccessMode::read_only;
     apply_limits(limits);
 
@@ -273,14 +379,39 @@ private:
                                   limits.lock_timeout.count(), std::numeric_limits<int>::max())));
   }
 
-  /// Opens the database on first use. Returns the complaint when it cannot.
-  std::optional<Unavailable> open_database() {
+  /// Opens the database on first use. Returns what the call answers instead
+  /// when it cannot: Unavailable, or a Refusal for a WAL database that cannot
+  /// be read without making files.
+  std::optional<Outcome> open_database(const Limits& limits) {
     if (db_ != nullptr) return std::nullopt;
-    const int flags = (mode_ == AccessMode::read_only ? SQLITE_OPEN_READONLY
-                                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                      SQLITE_OPEN_EXRESCODE;
+    if (path_.find('\0') != std::string::npos) {
+      return Unavailable{Untrusted(std::string_view("the SQLite path holds a NUL byte"))};
+    }
+    const bool read_only = mode_ == AccessMode::read_only;
+    const bool in_memory = path_ == ":memory:";
+    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_EXRESCODE;
+    std::string name = path_;
+    const char* vfs = nullptr;
+    if (!in_memory) {
+      flags |= SQLITE_OPEN_URI;
+      std::string_view query;
+      if (read_only) {
+        switch (options_.read_only_wal) {
+          case SqliteReadOnlyWal::existing_files:
+            vfs = detail::no_create_vfs_name();
+            break;
+          case SqliteReadOnlyWal::immutable:
+            query = "immutable=1";
+            vfs = detail::no_create_vfs_name();
+            break;
+          case SqliteReadOnlyWal::create_files:
+            break;
+        }
+      }
+      name = file_uri(path_, query);
+    }
     sqlite3* db = nullptr;
-    const int opened = sqlite3_open_v2(path_.c_str(), &db, flags, nullptr);
+    const int opened = sqlite3_open_v2(name.c_str(), &db, flags, vfs);
     if (opened != SQLITE_OK) {
       Unavailable unavailable{db != nullptr ? owned_text(sqlite3_errmsg(db)) : owned_text(sqlite3_errstr(opened))};
       sqlite3_close_v2(db);
@@ -292,9 +423,26 @@ private:
     sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
     // ATTACH creates files; no mode may attach another database.
     sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
-    if (mode_ == AccessMode::read_only) sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
+    if (read_only) sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
     sqlite3_set_authorizer(db, &SqliteDriver::authorize, this);
     sqlite3_progress_handler(db, 1000, &SqliteDriver::on_progress, this);
+    sqlite3_busy_timeout(db, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                                 limits.lock_timeout.count(), std::numeric_limits<int>::max())));
+    if (read_only && !in_memory && options_.read_only_wal == SqliteReadOnlyWal::existing_files) {
+      // The first read opens a WAL database's -wal and -shm. Read now, so that
+      // one whose files are missing is refused in so many words; any other
+      // failure is left to the statement, which meets it again.
+      const int probed = sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr);
+      if ((probed & 0xff) == SQLITE_CANTOPEN && database_file_is_wal(path_)) {
+        sqlite3_close_v2(db);
+        return refuse(RefusalReason::not_permitted,
+                      "This SQLite database is in WAL mode and its -wal and -shm files do not both exist, so no other "
+                      "connection has it open. Reading it would create them beside it, and they would outlast the "
+                      "call, so the read-only connection does not. An operator can keep a writer connected, set the "
+                      "database's sqlite_read_only_wal to \"create_files\" or \"immutable\", or switch the database to "
+                      "PRAGMA journal_mode = DELETE.");
+      }
+    }
     std::lock_guard lock(db_mutex_);
     db_ = db;
     return std::nullopt;
@@ -488,6 +636,7 @@ private:
 
   std::string path_;
   AccessMode mode_;
+  SqliteOptions options_;
   sqlite3* db_ = nullptr;       ///< written under db_mutex_; read by the executing thread
   std::mutex db_mutex_;         ///< guards db_ against cancel() and running_ transitions
   std::atomic<bool> running_{false};
@@ -505,6 +654,16 @@ private:
 
 }  // namespace
 
+const char* detail::no_create_vfs_name() noexcept {
+  static const char* const name = []() -> const char* {
+    sqlite3_vfs* real = sqlite3_vfs_find(nullptr);
+    if (real == nullptr) return nullptr;
+    static sqlite3_vfs vfs = make_no_create_vfs(real);
+    return sqlite3_vfs_register(&vfs, 0) == SQLITE_OK ? vfs.zName : nullptr;
+  }();
+  return name;
+}
+
 Failure detail::sqlite_failure(sqlite3* db) {
   Failure failure;
   failure.engine = Engine::sqlite;
@@ -515,6 +674,15 @@ Failure detail::sqlite_failure(sqlite3* db) {
   return failure;
 }
 
+std::string_view sqlite_read_only_wal_name(SqliteReadOnlyWal value) noexcept {
+  switch (value) {
+    case SqliteReadOnlyWal::existing_files: return "existing_files";
+    case SqliteReadOnlyWal::create_files: return "create_files";
+    case SqliteReadOnlyWal::immutable: return "immutable";
+  }
+  return "unknown";
+}
+
 void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes) { HeapLimit::instance().take_over(bytes); }
 
 std::uint64_t sqlite_heap_limit() noexcept {
@@ -522,8 +690,8 @@ std::uint64_t sqlite_heap_limit() noexcept {
   return limit < 0 ? 0 : static_cast<std::uint64_t>(limit);
 }
 
-std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode) {
-  return std::make_unique<SqliteDriver>(std::move(path), mode);
+std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode, SqliteOptions options) {
+  return std::make_unique<SqliteDriver>(std::move(path), mode, options);
 }
 
 }  // namespace rawtool

@@ -729,7 +729,6 @@ TEST_CASE("an embedder can take over the SQLite heap limit, turn it off, and han
   CHECK(rawtool::sqlite_heap_limit() >= 216 * mib);
 }
 
-
 // ---- An interrupted statement leaves a clean connection or a closed one ----
 
 TEST_CASE("sqlite a timed-out or cancelled statement leaves a next call that works and a database nobody holds",
@@ -830,6 +829,133 @@ TEST_CASE("a sqlite connection whose cleanup fails is closed, so nothing the sta
   CHECK(Plain(scratch.db()).value("SELECT count(*) FROM t") == "2");
 }
 
+// ---- A read-only open of a WAL database creates no file ----
+
+TEST_CASE("a read-only sqlite driver reads a WAL database another connection is writing, and changes no file",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  Plain writer(scratch.db());
+  writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)");
+  // The -shm is shared memory every reader marks its place in; the files are
+  // the same files, and the database and the -wal hold the same bytes.
+  const auto files = [&] {
+    std::vector<std::string> listed;
+    for (const std::string& file : scratch.files()) {
+      listed.push_back(file.starts_with("test.db-shm ") ? std::string("test.db-shm") : file);
+    }
+    return listed;
+  };
+  const std::vector<std::string> files_before = files();
+  REQUIRE(files_before.size() == 3);  // the database, its -wal (holding the rows) and its -shm
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
+  CHECK(files() == files_before);
+  writer.run("INSERT INTO t VALUES (3)");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "3");
+  writer.run("PRAGMA wal_checkpoint(TRUNCATE); INSERT INTO t VALUES (4)");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT sum(x) FROM t")), 0, 0) == "10");
+}
+
+TEST_CASE("a read-only sqlite driver refuses a WAL database nothing else has open rather than create its files",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  {
+    Plain writer(scratch.db());
+    writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  }
+  const std::vector<std::string> files_before = scratch.files();
+  REQUIRE(files_before.size() == 1);  // the last connection checkpointed and removed -wal and -shm
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+    const auto& refusal = expect<rawtool::Refusal>(run(*driver, "SELECT count(*) FROM t"));
+    CHECK(refusal.reason == RefusalReason::not_permitted);
+    CHECK(refusal.explanation.find("WAL") != std::string::npos);
+    CHECK(refusal.explanation.find("sqlite_read_only_wal") != std::string::npos);
+    CHECK(driver->health() == rawtool::Health::unavailable);
+  }
+  CHECK(scratch.files() == files_before);
+  // A -wal left with content and no -shm: reading would create the -shm.
+  {
+    Plain writer(scratch.db());
+    REQUIRE(sqlite3_db_config(writer.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr) == SQLITE_OK);
+    writer.run("INSERT INTO t VALUES (2)");
+  }
+  fs::remove(scratch.path("test.db-shm"));
+  const std::vector<std::string> wal_without_shm = scratch.files();
+  REQUIRE(wal_without_shm.size() == 2);
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+    CHECK(refusal_reason(run(*driver, "SELECT count(*) FROM t")) == RefusalReason::not_permitted);
+  }
+  CHECK(scratch.files() == wal_without_shm);
+}
+
+TEST_CASE("an operator may let a read-only sqlite driver create a WAL database's files, or read it as immutable",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  {
+    Plain writer(scratch.db());
+    writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)");
+  }
+  const std::vector<std::string> files_before = scratch.files();
+  REQUIRE(files_before.size() == 1);
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only,
+                                              rawtool::SqliteOptions{rawtool::SqliteReadOnlyWal::immutable});
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT sum(x) FROM t")), 0, 0) == "3");
+    CHECK(refusal_reason(run(*driver, "INSERT INTO t VALUES (3)")) == RefusalReason::read_only);
+    CHECK(scratch.files() == files_before);
+  }
+  CHECK(scratch.files() == files_before);
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only,
+                                              rawtool::SqliteOptions{rawtool::SqliteReadOnlyWal::create_files});
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT sum(x) FROM t")), 0, 0) == "3");
+  }
+  // What this setting allows: SQLite made both files, and they stay.
+  CHECK(fs::exists(scratch.path("test.db-wal")));
+  CHECK(fs::exists(scratch.path("test.db-shm")));
+  CHECK(rawtool::sqlite_read_only_wal_name(rawtool::SqliteReadOnlyWal::existing_files) == "existing_files");
+  CHECK(rawtool::sqlite_read_only_wal_name(rawtool::SqliteReadOnlyWal::create_files) == "create_files");
+  CHECK(rawtool::sqlite_read_only_wal_name(rawtool::SqliteReadOnlyWal::immutable) == "immutable");
+}
+
+TEST_CASE("a sqlite path is a file name, whatever characters it holds", "[sqlite]") {
+  Scratch scratch;
+  for (const std::string name : {"a?mode=memory", "b#c", "d%41e", "file:f", "g h"}) {
+    INFO(name);
+    const std::string path = scratch.path(name).string();
+    {
+      auto writer = rawtool::make_sqlite_driver(path, AccessMode::read_write);
+      expect<Rows>(run(*writer, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+      expect<Rows>(run(*writer, "INSERT INTO t VALUES (7)", {}, AccessMode::read_write));
+    }
+    CHECK(fs::exists(path));
+    auto reader = rawtool::make_sqlite_driver(path, AccessMode::read_only);
+    CHECK(cell(expect<Rows>(run(*reader, "SELECT x FROM t")), 0, 0) == "7");
+  }
+  // Nothing was made under another name.
+  CHECK(std::distance(fs::directory_iterator(scratch.path("")), fs::directory_iterator()) == 5);
+}
+
+TEST_CASE("a read-only and a read-write sqlite driver share a WAL database in one process, each doing its part",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  {
+    // A writer that went away without checkpointing left both files.
+    Plain writer(scratch.db());
+    REQUIRE(sqlite3_db_config(writer.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr) == SQLITE_OK);
+    writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  }
+  REQUIRE(scratch.files().size() == 3);
+  // The reader comes first; the writer in the same process must still write
+  // (SQLite shares one mapping of the -shm between them).
+  auto reader = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*reader, "SELECT count(*) FROM t")), 0, 0) == "1");
+  auto writer = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*writer, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
+  CHECK(cell(expect<Rows>(run(*reader, "SELECT count(*) FROM t")), 0, 0) == "2");
+}
 
 // ---- Reading a setting is harmless; changing one is refused ----
 
@@ -873,7 +999,6 @@ TEST_CASE("every pragma the read-only lists name reads with no argument, and a s
     CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
   }
 }
-
 
 // ---- Settings do not outlive the call that made them ----
 

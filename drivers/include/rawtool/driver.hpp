@@ -121,14 +121,52 @@ struct PostgresOptions {
 /// uses the PG* environment variables. Does not connect until first used.
 std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptions options = {});
 
-/// A SQLite driver for a file path or ":memory:". Read-only mode opens the file
-/// read-only; a path that does not exist is Unavailable in read-only mode.
-/// ":memory:" in read-only mode is an empty database: it answers expressions
-/// and nothing can be created in it. A driver opened read-only refuses
-/// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO),
-/// load_extension and the pragmas that change a setting of the whole process
-/// (hard_heap_limit, soft_heap_limit, temp_store_directory,
-/// data_store_directory) are refused in both modes (Refusal{not_permitted}).
+/// What a read-only SQLite driver does with a database in WAL mode whose -wal
+/// and -shm files do not both exist. SQLite can read a WAL database only
+/// through those files: while another connection has the database open they
+/// exist, but when the last one closes it removes them, and a reader that
+/// opens the database then would create both beside it. They outlast the
+/// reader (a read-only connection can neither checkpoint nor remove them), and
+/// they cannot be made in a read-only folder.
+enum class SqliteReadOnlyWal {
+  /// Read through the files only when both exist (a writer has the database
+  /// open, or left them); otherwise every call is Refusal{not_permitted} and
+  /// no file is made. While it reads, the connection keeps its place in the
+  /// -shm's shared memory as every reader does, and sees every committed
+  /// change. While it is open the files stay: the writer that would remove
+  /// them on closing cannot while another connection has the database.
+  existing_files,
+  /// Let SQLite create the -wal and -shm files when they are missing (the
+  /// folder must be writable); they stay after rawtool closes the database.
+  create_files,
+  /// Open the database as immutable (SQLite's `immutable=1`): no locks, no
+  /// -wal or -shm, no file made. Only for a file that nothing changes while
+  /// rawtool has it open and whose WAL has been checkpointed (read-only media,
+  /// a copied snapshot): SQLite ignores any -wal file, and gives wrong answers
+  /// or errors if the file changes.
+  immutable,
+};
+
+/// "existing_files", "create_files" or "immutable".
+std::string_view sqlite_read_only_wal_name(SqliteReadOnlyWal value) noexcept;
+
+/// How a SQLite driver opens its database.
+struct SqliteOptions {
+  /// Used in read-only mode only; a read-write driver creates what SQLite needs.
+  SqliteReadOnlyWal read_only_wal = SqliteReadOnlyWal::existing_files;
+};
+
+/// A SQLite driver for a file path or ":memory:". The path is always a file
+/// path, never a URI. Read-only mode opens the file read-only and never
+/// creates a file beside it that outlasts a call (no -journal, and no -wal or
+/// -shm unless options.read_only_wal says so); a path that does not exist is
+/// Unavailable in read-only mode. ":memory:" in read-only mode is an empty
+/// database: it answers expressions and nothing can be created in it. A
+/// driver opened read-only refuses read-write calls (Refusal{read_only}).
+/// ATTACH, DETACH (and so VACUUM INTO), load_extension and the pragmas that
+/// change a setting of the whole process (hard_heap_limit, soft_heap_limit,
+/// temp_store_directory, data_store_directory) are refused in both modes
+/// (Refusal{not_permitted}).
 ///
 /// Reading a setting is allowed in read-only mode (`PRAGMA journal_mode`);
 /// changing one is not. A setting a read-write statement changes on its
@@ -154,7 +192,7 @@ std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptio
 /// limit, a limit, an error); when a ROLLBACK cannot get it there, the
 /// connection is closed and the next call opens a new one. A write that was
 /// stopped leaves none of its changes.
-std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode);
+std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode, SqliteOptions options = {});
 
 /// SQLite's hard heap limit (sqlite3_hard_heap_limit64) bounds the memory of
 /// every SQLite connection in the process together: SQLite has no limit per
