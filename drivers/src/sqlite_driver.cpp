@@ -1,13 +1,18 @@
 // The SQLite driver. Read-only mode is enforced by SQLite itself, in layers
-// that each hold alone: the file is opened read-only, `query_only` is on, an
-// authorizer denies every action that writes or reaches outside the database
-// file, sqlite3_stmt_readonly() must agree before a statement runs, defensive
-// mode is on and schema code is not trusted.
+// that each hold alone: the file is opened read-only, through a VFS that
+// creates no file, `query_only` is on, an authorizer denies every action that
+// writes or reaches outside the database file, sqlite3_stmt_readonly() must
+// agree before a statement runs, defensive mode is on and schema code is not
+// trusted. Memory is bounded by SQLite's length limit, set per call from the
+// caps, and by its heap limit, which is process-wide.
 #include "detail/row_budget.hpp"
 #include "detail/sqlite_failure.hpp"
+#include "detail/sqlite_pragmas.hpp"
+#include "detail/sqlite_vfs.hpp"
 
 #include <rawtool/driver.hpp>
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -15,13 +20,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <limits>
-#include <optional>
-#include <type_traits>
-#include <variant>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 
 namespace rawtool {
 namespace {
@@ -29,31 +35,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
-
-/// Pragmas that only read, whatever their argument (a table or index name).
-constexpr std::array<std::string_view, 20> read_only_pragmas{
-    "table_info",    "table_xinfo",   "table_list",       "index_list",     "index_info",
-    "index_xinfo",   "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
-    "collation_list", "function_list", "module_list",     "pragma_list",    "database_list",
-    "compile_options", "data_version", "page_count",      "freelist_count", "stats"};
-
-/// Pragmas that read when given no argument and write when given one.
-constexpr std::array<std::string_view, 12> readable_setting_pragmas{
-    "user_version", "application_id", "schema_version", "page_size",   "encoding",      "journal_mode",
-    "auto_vacuum",  "foreign_keys",   "cache_size",     "query_only",  "synchronous",   "max_page_count"};
-
-/// Functions no statement may call: they reach the filesystem or load code.
-constexpr std::array<std::string_view, 5> denied_functions{"load_extension", "readfile", "writefile", "edit",
-                                                           "fts3_tokenizer"};
-
-bool pragma_name_is(std::string_view name, const auto& list) {
-  return std::any_of(list.begin(), list.end(), [&](std::string_view entry) {
-    return entry.size() == name.size() &&
-           std::equal(entry.begin(), entry.end(), name.begin(), [](char a, char b) {
-             return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
-           });
-  });
-}
 
 /// Skips whitespace, comments and empty statements (bare semicolons). What is
 /// left, if anything, is a further statement.
@@ -78,9 +59,173 @@ bool only_trivia(std::string_view rest) {
 
 Untrusted owned_text(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
 
+constexpr std::uint64_t mib = 1024 * 1024;
+/// The length limit never goes below this: a statement may read and compute
+/// on values larger than any cell the byte cap keeps.
+constexpr std::uint64_t length_limit_floor = 32 * mib;
+/// The heap limit rawtool manages never goes below this.
+constexpr std::uint64_t heap_limit_floor = 48 * mib;
+/// Room the managed heap limit leaves above the largest length limit: the
+/// page cache, the schema, a statement's other values.
+constexpr std::uint64_t heap_limit_headroom = 16 * mib;
+
+sqlite3_int64 to_sqlite_int64(std::uint64_t value) noexcept {
+  return static_cast<sqlite3_int64>(std::min<std::uint64_t>(value, std::numeric_limits<sqlite3_int64>::max()));
+}
+
+/// SQLite's hard heap limit as rawtool manages it; see set_sqlite_heap_limit.
+class HeapLimit {
+public:
+  static HeapLimit& instance() {
+    static HeapLimit limit;
+    return limit;
+  }
+
+  /// A call is about to run under `length_limit`: while rawtool manages the
+  /// limit, make it room for that.
+  void make_room_for(std::uint64_t length_limit) {
+    std::lock_guard lock(mutex_);
+    const std::uint64_t now = sqlite_heap_limit();
+    if (!looked_) {
+      looked_ = true;
+      if (now != 0) managed_ = false;  // set before rawtool's first call: the embedding program's
+    } else if (managed_ && now != applied_) {
+      managed_ = false;  // set by the embedding program since rawtool last did
+    }
+    largest_length_limit_ = std::max(largest_length_limit_, length_limit);
+    if (managed_ && now < target()) apply(target());
+  }
+
+  void take_over(std::optional<std::uint64_t> bytes) {
+    std::lock_guard lock(mutex_);
+    looked_ = true;
+    managed_ = !bytes.has_value();
+    apply(bytes ? *bytes : target());
+  }
+
+private:
+  [[nodiscard]] std::uint64_t target() const noexcept {
+    return std::max(heap_limit_floor, largest_length_limit_ + heap_limit_headroom);
+  }
+  void apply(std::uint64_t bytes) {
+    sqlite3_hard_heap_limit64(to_sqlite_int64(bytes));
+    applied_ = sqlite_heap_limit();
+  }
+
+  std::mutex mutex_;
+  bool looked_ = false;   ///< whether rawtool has looked at the process's limit yet
+  bool managed_ = true;   ///< whether rawtool sets the limit
+  std::uint64_t applied_ = 0;
+  std::uint64_t largest_length_limit_ = 0;
+};
+
+// ---- A VFS that creates no file that outlasts a connection ----
+
+sqlite3_vfs* wrapped(sqlite3_vfs* vfs) noexcept { return static_cast<sqlite3_vfs*>(vfs->pAppData); }
+
+int open_without_creating(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+  sqlite3_vfs* real = wrapped(vfs);
+  constexpr int lasting = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_WAL | SQLITE_OPEN_SUPER_JOURNAL;
+  if ((flags & lasting) != 0) flags &= ~SQLITE_OPEN_CREATE;
+  if ((flags & SQLITE_OPEN_WAL) != 0 && name != nullptr) {
+    // The -shm is opened next, by the shared-memory methods, which create it
+    // when it is missing; so it must exist now. SQLite holds a shared lock on
+    // the database by now, and the connection that would remove the -wal and
+    // the -shm must first take an exclusive one: what exists now stays.
+    const std::string shm = std::string(sqlite3_filename_database(name)) + "-shm";
+    int exists = 0;
+    if (real->xAccess(real, shm.c_str(), SQLITE_ACCESS_EXISTS, &exists) != SQLITE_OK || exists == 0) {
+      return SQLITE_CANTOPEN;
+    }
+  }
+  return real->xOpen(real, name, file, flags, out_flags);
+}
+
+/// The wrapper's methods, each handing the call to the wrapped VFS. The
+/// file objects are the wrapped VFS's own, so only opening differs.
+sqlite3_vfs make_no_create_vfs(sqlite3_vfs* real) {
+  sqlite3_vfs vfs{};
+  vfs.iVersion = std::min(real->iVersion, 3);
+  vfs.szOsFile = real->szOsFile;
+  vfs.mxPathname = real->mxPathname;
+  vfs.zName = "rawtool-no-create";
+  vfs.pAppData = real;
+  vfs.xOpen = &open_without_creating;
+  vfs.xDelete = [](sqlite3_vfs* v, const char* name, int sync) { return wrapped(v)->xDelete(wrapped(v), name, sync); };
+  vfs.xAccess = [](sqlite3_vfs* v, const char* name, int flags, int* out) {
+    return wrapped(v)->xAccess(wrapped(v), name, flags, out);
+  };
+  vfs.xFullPathname = [](sqlite3_vfs* v, const char* name, int size, char* out) {
+    return wrapped(v)->xFullPathname(wrapped(v), name, size, out);
+  };
+  if (real->xDlOpen != nullptr) {
+    vfs.xDlOpen = [](sqlite3_vfs* v, const char* name) { return wrapped(v)->xDlOpen(wrapped(v), name); };
+    vfs.xDlError = [](sqlite3_vfs* v, int size, char* out) { wrapped(v)->xDlError(wrapped(v), size, out); };
+    vfs.xDlSym = [](sqlite3_vfs* v, void* handle, const char* symbol) {
+      return wrapped(v)->xDlSym(wrapped(v), handle, symbol);
+    };
+    vfs.xDlClose = [](sqlite3_vfs* v, void* handle) { wrapped(v)->xDlClose(wrapped(v), handle); };
+  }
+  vfs.xRandomness = [](sqlite3_vfs* v, int size, char* out) { return wrapped(v)->xRandomness(wrapped(v), size, out); };
+  vfs.xSleep = [](sqlite3_vfs* v, int microseconds) { return wrapped(v)->xSleep(wrapped(v), microseconds); };
+  vfs.xCurrentTime = [](sqlite3_vfs* v, double* out) { return wrapped(v)->xCurrentTime(wrapped(v), out); };
+  vfs.xGetLastError = [](sqlite3_vfs* v, int size, char* out) {
+    return wrapped(v)->xGetLastError(wrapped(v), size, out);
+  };
+  if (vfs.iVersion >= 2) {
+    vfs.xCurrentTimeInt64 = [](sqlite3_vfs* v, sqlite3_int64* out) {
+      return wrapped(v)->xCurrentTimeInt64(wrapped(v), out);
+    };
+  }
+  if (vfs.iVersion >= 3) {
+    vfs.xSetSystemCall = [](sqlite3_vfs* v, const char* name, sqlite3_syscall_ptr call) {
+      return wrapped(v)->xSetSystemCall(wrapped(v), name, call);
+    };
+    vfs.xGetSystemCall = [](sqlite3_vfs* v, const char* name) { return wrapped(v)->xGetSystemCall(wrapped(v), name); };
+    vfs.xNextSystemCall = [](sqlite3_vfs* v, const char* name) {
+      return wrapped(v)->xNextSystemCall(wrapped(v), name);
+    };
+  }
+  return vfs;
+}
+
+// ---- Paths ----
+
+/// `path` as a URI SQLite reads back as exactly that file name, whatever it
+/// holds ('?', '#', '%', a leading "file:"), with `query` appended.
+std::string file_uri(std::string_view path, std::string_view query) {
+  std::string uri = "file:";
+  // An empty authority, so that a path starting with "//" is not read as a host.
+  if (!path.empty() && path.front() == '/') uri += "//";
+  for (const char c : path) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                       c == '.' || c == '-' || c == '_' || c == '~';
+    if (plain) {
+      uri += c;
+    } else {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    }
+  }
+  if (!query.empty()) {
+    uri += '?';
+    uri += query;
+  }
+  return uri;
+}
+
+/// True when the file at `path` is a SQLite database in WAL mode: bytes 18 and
+/// 19 of its header, the write and read format versions, are 2.
+bool database_file_is_wal(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::array<char, 20> header{};
+  if (!file.read(header.data(), static_cast<std::streamsize>(header.size()))) return false;
+  return header[18] == 2 && header[19] == 2;
+}
+
 class SqliteDriver final : public Driver {
 public:
-  SqliteDriver(std::string path, AccessMode mode) : path_(std::move(path)), mode_(mode) {}
+  SqliteDriver(std::string path, AccessMode mode, SqliteOptions options)
+      : path_(std::move(path)), mode_(mode), options_(options) {}
 
   ~SqliteDriver() override {
     std::lock_guard lock(db_mutex_);
@@ -97,49 +242,22 @@ public:
     if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {
       return refuse(RefusalReason::read_only, "This database was opened read-only.");
     }
-    if (auto unavailable = open_database()) return std::move(*unavailable);
-    read_only_ = mode == AccessMode::read_only;
-    denied_ = DeniedBy::nothing;
-
-    sqlite3_stmt* raw = nullptr;
-    const char* tail = nullptr;
-    const int prepared = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
-    Statement statement(raw);
-    if (prepared != SQLITE_OK) {
-      if (denied_ != DeniedBy::nothing) return refusal_for_denial();
-      return failure();
-    }
-    if (raw == nullptr) return refuse(RefusalReason::empty_statement, "The statement is empty.");
-    const std::size_t used = static_cast<std::size_t>(tail - sql.data());
-    if (!only_trivia(sql.substr(used))) {
-      return refuse(RefusalReason::multiple_statements, "Only one statement may run per call.");
-    }
-    if (read_only_ && sqlite3_stmt_readonly(raw) == 0) {
-      return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
-    }
-    if (auto bad = bind(raw, params)) return std::move(*bad);
-
-    Outcome outcome = run(raw, limits);
-    statement.reset();
-    // A statement may leave a transaction open (BEGIN); the next call starts clean.
-    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return outcome;
+    const Call call(*this, limits);
+    return run_call(sql, params, limits, mode);
   }
 
   void cancel() noexcept override {
     std::lock_guard lock(db_mutex_);
-    if (db_ != nullptr && running_.load()) {
-      cancel_requested_.store(true);
-      sqlite3_interrupt(db_);
-    }
+    if (!running_.load()) return;
+    cancel_requested_.store(true);
+    if (db_ != nullptr) sqlite3_interrupt(db_);
   }
 
+  /// A SELECT 1 through execute, under the default limits: the same deadline,
+  /// the same checks on opening, the same cleanup.
   Health health() override {
-    if (open_database()) return Health::unavailable;
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_, "SELECT 1", -1, &raw, nullptr) != SQLITE_OK) return Health::unavailable;
-    Statement statement(raw);
-    return sqlite3_step(raw) == SQLITE_ROW ? Health::ok : Health::unavailable;
+    const Outcome outcome = execute("SELECT 1", {}, Limits{}, AccessMode::read_only);
+    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
   }
 
   std::variant<DatabaseReport, Unavailable> inspect() override {
@@ -164,26 +282,151 @@ private:
   class Statement {
   public:
     explicit Statement(sqlite3_stmt* statement) noexcept : statement_(statement) {}
-    ~Statement() { reset(); }
+    ~Statement() { sqlite3_finalize(statement_); }
     Statement(const Statement&) = delete;
     Statement& operator=(const Statement&) = delete;
-    void reset() noexcept {
-      sqlite3_finalize(statement_);
-      statement_ = nullptr;
-    }
 
   private:
     sqlite3_stmt* statement_;
   };
 
-  /// Opens the database on first use. Returns the complaint when it cannot.
-  std::optional<Unavailable> open_database() {
+  /// One call, from before the connection is opened to after it is cleaned:
+  /// the deadline and the cancel flag hold for all of it (opening and
+  /// preparing can run SQL, loading the schema), and whatever the statement
+  /// left behind is undone when the call ends.
+  class Call {
+  public:
+    Call(SqliteDriver& driver, const Limits& limits) : driver_(driver) { driver_.begin_call(limits); }
+    ~Call() { driver_.end_call(); }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+  private:
+    SqliteDriver& driver_;
+  };
+
+  void begin_call(const Limits& limits) {
+    deadline_ = Clock::now() + limits.statement_timeout;
+    timed_out_ = false;
+    reopen_after_call_ = false;
+    std::lock_guard lock(db_mutex_);
+    cancel_requested_.store(false);
+    running_.store(true);
+  }
+
+  /// Leaves the connection in autocommit mode with no transaction open and no
+  /// statement pending, or closes it. The statement is already finalized.
+  void end_call() noexcept {
+    {
+      std::lock_guard lock(db_mutex_);
+      running_.store(false);
+    }
+    // The deadline and a cancel were the statement's; the cleanup runs to its end.
+    deadline_ = Clock::time_point::max();
+    cancel_requested_.store(false);
+    if (db_ == nullptr) return;
+    bool clean = connection_is_clean();
+    if (!clean) {
+      // A statement may leave a transaction open (BEGIN, SAVEPOINT).
+      const int rolled_back = sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      clean = rolled_back == SQLITE_OK && connection_is_clean();
+    }
+    if (!clean || reopen_after_call_) close_connection();
+  }
+
+  [[nodiscard]] bool connection_is_clean() const noexcept {
+    return sqlite3_get_autocommit(db_) != 0 && sqlite3_txn_state(db_, nullptr) == SQLITE_TXN_NONE &&
+           sqlite3_next_stmt(db_, nullptr) == nullptr;
+  }
+
+  /// Closes the connection (releasing every lock it holds); the next call opens a new one.
+  void close_connection() noexcept {
+    std::lock_guard lock(db_mutex_);
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+  }
+
+  Outcome run_call(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
+    if (auto refused = open_database(limits)) return std::move(*refused);
+    read_only_ = mode == AccessMode::read_only;
+    apply_limits(limits);
+
+    denied_ = DeniedBy::nothing;
+    actions_ = 0;
+    pragma_read_ = false;
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    const int prepared = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
+    const Statement statement(raw);
+    if (prepared != SQLITE_OK) {
+      if (denied_ != DeniedBy::nothing) return refusal_for_denial();
+      return stopped(prepared);
+    }
+    if (raw == nullptr) return refuse(RefusalReason::empty_statement, "The statement is empty.");
+    const std::size_t used = static_cast<std::size_t>(tail - sql.data());
+    if (!only_trivia(sql.substr(used))) {
+      return refuse(RefusalReason::multiple_statements, "Only one statement may run per call.");
+    }
+    // sqlite3_stmt_readonly() judges by the program SQLite compiled, and
+    // counts `PRAGMA journal_mode` as a write whatever its argument. A
+    // statement that is nothing but a pragma the authorizer let through as a
+    // read is judged by the authorizer's lists instead.
+    const bool only_a_pragma_read = pragma_read_ && actions_ == 1;
+    if (read_only_ && sqlite3_stmt_readonly(raw) == 0 && !only_a_pragma_read) {
+      return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
+    }
+    if (auto bad = bind(raw, params)) return std::move(*bad);
+    // A cancel that came while the statement was prepared: SQLite forgets an
+    // interrupt when a statement starts on an idle connection.
+    if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+    return run(raw, limits);
+  }
+
+  /// Sets this call's length limit and makes room for it in the heap limit.
+  void apply_limits(const Limits& limits) {
+    const std::uint64_t wanted = std::max(length_limit_floor, limits.max_bytes);
+    sqlite3_limit(db_, SQLITE_LIMIT_LENGTH,
+                  static_cast<int>(std::min<std::uint64_t>(wanted, std::numeric_limits<int>::max())));
+    // SQLite caps it at the largest it was built for; name the one in force.
+    length_limit_ = static_cast<std::uint64_t>(sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1));
+    HeapLimit::instance().make_room_for(length_limit_);
+    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                                  limits.lock_timeout.count(), std::numeric_limits<int>::max())));
+  }
+
+  /// Opens the database on first use. Returns what the call answers instead
+  /// when it cannot: Unavailable, or a Refusal for a WAL database that cannot
+  /// be read without making files.
+  std::optional<Outcome> open_database(const Limits& limits) {
     if (db_ != nullptr) return std::nullopt;
-    const int flags = (mode_ == AccessMode::read_only ? SQLITE_OPEN_READONLY
-                                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                      SQLITE_OPEN_EXRESCODE;
+    if (path_.find('\0') != std::string::npos) {
+      return Unavailable{Untrusted(std::string_view("the SQLite path holds a NUL byte"))};
+    }
+    const bool read_only = mode_ == AccessMode::read_only;
+    const bool in_memory = path_ == ":memory:";
+    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_EXRESCODE;
+    std::string name = path_;
+    const char* vfs = nullptr;
+    if (!in_memory) {
+      flags |= SQLITE_OPEN_URI;
+      std::string_view query;
+      if (read_only) {
+        switch (options_.read_only_wal) {
+          case SqliteReadOnlyWal::existing_files:
+            vfs = detail::no_create_vfs_name();
+            break;
+          case SqliteReadOnlyWal::immutable:
+            query = "immutable=1";
+            vfs = detail::no_create_vfs_name();
+            break;
+          case SqliteReadOnlyWal::create_files:
+            break;
+        }
+      }
+      name = file_uri(path_, query);
+    }
     sqlite3* db = nullptr;
-    const int opened = sqlite3_open_v2(path_.c_str(), &db, flags, nullptr);
+    const int opened = sqlite3_open_v2(name.c_str(), &db, flags, vfs);
     if (opened != SQLITE_OK) {
       Unavailable unavailable{db != nullptr ? owned_text(sqlite3_errmsg(db)) : owned_text(sqlite3_errstr(opened))};
       sqlite3_close_v2(db);
@@ -195,9 +438,26 @@ private:
     sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
     // ATTACH creates files; no mode may attach another database.
     sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
-    if (mode_ == AccessMode::read_only) sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
+    if (read_only) sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
     sqlite3_set_authorizer(db, &SqliteDriver::authorize, this);
     sqlite3_progress_handler(db, 1000, &SqliteDriver::on_progress, this);
+    sqlite3_busy_timeout(db, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
+                                 limits.lock_timeout.count(), std::numeric_limits<int>::max())));
+    if (read_only && !in_memory && options_.read_only_wal == SqliteReadOnlyWal::existing_files) {
+      // The first read opens a WAL database's -wal and -shm. Read now, so that
+      // one whose files are missing is refused in so many words; any other
+      // failure is left to the statement, which meets it again.
+      const int probed = sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr);
+      if ((probed & 0xff) == SQLITE_CANTOPEN && database_file_is_wal(path_)) {
+        sqlite3_close_v2(db);
+        return refuse(RefusalReason::not_permitted,
+                      "This SQLite database is in WAL mode and its -wal and -shm files do not both exist, so no other "
+                      "connection has it open. Reading it would create them beside it, and they would outlast the "
+                      "call, so the read-only connection does not. An operator can keep a writer connected, set the "
+                      "database's sqlite_read_only_wal to \"create_files\" or \"immutable\", or switch the database to "
+                      "PRAGMA journal_mode = DELETE.");
+      }
+    }
     std::lock_guard lock(db_mutex_);
     db_ = db;
     return std::nullopt;
@@ -208,6 +468,7 @@ private:
   }
 
   int authorize(int action, const char* arg1, const char* arg2) {
+    ++actions_;
     const auto deny = [this](DeniedBy why) {
       if (denied_ == DeniedBy::nothing) denied_ = why;
       return SQLITE_DENY;
@@ -217,7 +478,7 @@ private:
       case SQLITE_DETACH:
         return deny(DeniedBy::policy);
       case SQLITE_FUNCTION:
-        return arg2 != nullptr && pragma_name_is(arg2, denied_functions) ? deny(DeniedBy::policy) : SQLITE_OK;
+        return arg2 != nullptr && detail::name_in(arg2, detail::denied_functions) ? deny(DeniedBy::policy) : SQLITE_OK;
       case SQLITE_SELECT:
       case SQLITE_READ:
       case SQLITE_RECURSIVE:
@@ -232,10 +493,19 @@ private:
         if (arg1 != nullptr && std::string_view(arg1) == "sqlite_master") return SQLITE_OK;
         return read_only_ ? deny(DeniedBy::write) : SQLITE_OK;
       case SQLITE_PRAGMA: {
-        if (!read_only_) return SQLITE_OK;
+        // For a pragma, arg1 is its name and arg2 its argument, null when it has none.
         const std::string_view name = arg1 == nullptr ? std::string_view{} : std::string_view(arg1);
-        if (pragma_name_is(name, read_only_pragmas)) return SQLITE_OK;
-        if (arg2 == nullptr && pragma_name_is(name, readable_setting_pragmas)) return SQLITE_OK;
+        if (arg2 != nullptr && detail::name_in(name, detail::process_wide_pragmas)) return deny(DeniedBy::policy);
+        if (!read_only_) {
+          // A setting of the connection ends with the call, as on a fresh one.
+          if (arg2 != nullptr) reopen_after_call_ = true;
+          return SQLITE_OK;
+        }
+        if (detail::name_in(name, detail::read_only_pragmas) ||
+            (arg2 == nullptr && detail::name_in(name, detail::readable_setting_pragmas))) {
+          pragma_read_ = true;
+          return SQLITE_OK;
+        }
         return deny(DeniedBy::write);
       }
       default:
@@ -260,7 +530,32 @@ private:
       return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
     }
     return refuse(RefusalReason::not_permitted,
-                  "The statement uses something this tool does not permit (ATTACH, DETACH or a denied function).");
+                  "The statement uses something this tool does not permit (ATTACH, DETACH, a denied function, or a "
+                  "pragma that changes a setting of the whole process).");
+  }
+
+  /// What a call answers when SQLite stopped the statement with `code`: the
+  /// caller's cancel, the time limit, or a memory limit, each said in the
+  /// tool's words; anything else is the database's Failure.
+  Outcome stopped(int code) const {
+    if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
+    if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+    if ((code & 0xff) == SQLITE_TOOBIG) {
+      return refuse(RefusalReason::limit,
+                    fmt::format("The statement made or read a value or a row longer than the length limit of {} "
+                                "bytes (the larger of max_bytes and 32 MiB), and was stopped.",
+                                length_limit_));
+    }
+    if ((code & 0xff) == SQLITE_NOMEM) {
+      if (const std::uint64_t heap = sqlite_heap_limit(); heap > 0) {
+        return refuse(RefusalReason::limit,
+                      fmt::format("The statement needed more memory than SQLite may use in this process, the heap "
+                                  "limit of {} bytes, and was stopped. Every SQLite connection in the process shares "
+                                  "that limit.",
+                                  heap));
+      }
+    }
+    return failure();
   }
 
   Failure failure() const { return detail::sqlite_failure(db_); }
@@ -281,7 +576,7 @@ private:
             else return sqlite3_bind_text64(statement, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
           },
           params[i]);
-      if (bound != SQLITE_OK) return failure();
+      if (bound != SQLITE_OK) return stopped(bound);
     }
     return std::nullopt;
   }
@@ -314,23 +609,6 @@ private:
     std::vector<Column>& columns = budget.columns();
     const sqlite3_int64 changes_before = sqlite3_total_changes64(db_);
 
-    deadline_ = Clock::now() + limits.statement_timeout;
-    timed_out_ = false;
-    sqlite3_busy_timeout(db_, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
-                                   limits.lock_timeout.count(), std::numeric_limits<int>::max())));
-    {
-      std::lock_guard lock(db_mutex_);
-      cancel_requested_.store(false);
-      running_.store(true);
-    }
-    struct Running {
-      SqliteDriver& driver;
-      ~Running() {
-        std::lock_guard lock(driver.db_mutex_);
-        driver.running_.store(false);
-      }
-    } running{*this};
-
     int stepped = SQLITE_ROW;
     while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) {
       std::uint64_t row_bytes = 0;
@@ -339,7 +617,9 @@ private:
         if (type == SQLITE_BLOB) {
           row_bytes += static_cast<std::uint64_t>(sqlite3_column_bytes(statement, c));
         } else if (type != SQLITE_NULL) {
-          sqlite3_column_text(statement, c);  // numbers become text first, so the length is the text's
+          // Numbers become text first, so the length is the text's. Null
+          // here means SQLite had no memory to make the text.
+          if (sqlite3_column_text(statement, c) == nullptr) return stopped(SQLITE_NOMEM);
           row_bytes += static_cast<std::uint64_t>(sqlite3_column_bytes(statement, c));
         }
       }
@@ -352,19 +632,17 @@ private:
           columns[index].type_name = Untrusted(storage_class_name(type));
         }
         if (type == SQLITE_NULL) continue;
+        // A zeroblob's bytes are made only now, so this can run out of memory.
         const void* data = type == SQLITE_BLOB ? sqlite3_column_blob(statement, c)
                                                : static_cast<const void*>(sqlite3_column_text(statement, c));
-        row[index] = Untrusted(static_cast<const char*>(data),
-                               static_cast<std::size_t>(sqlite3_column_bytes(statement, c)));
+        const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, c));
+        if (data == nullptr && size > 0) return stopped(SQLITE_NOMEM);
+        row[index] = Untrusted(static_cast<const char*>(data), size);
       }
       budget.keep(std::move(row));
     }
     if (stepped == SQLITE_DONE) budget.reached_end();
-    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) {
-      if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
-      if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
-      return failure();
-    }
+    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) return stopped(stepped);
     if (column_count == 0) {
       budget.set_rows_affected(static_cast<std::uint64_t>(sqlite3_total_changes64(db_) - changes_before));
     }
@@ -373,17 +651,33 @@ private:
 
   std::string path_;
   AccessMode mode_;
+  SqliteOptions options_;
   sqlite3* db_ = nullptr;       ///< written under db_mutex_; read by the executing thread
   std::mutex db_mutex_;         ///< guards db_ against cancel() and running_ transitions
   std::atomic<bool> running_{false};
   std::atomic<bool> cancel_requested_{false};
-  Clock::time_point deadline_{};
+  Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
   bool read_only_ = true;
+  std::uint64_t length_limit_ = 0;   ///< the length limit in force for this call
+  bool reopen_after_call_ = false;   ///< a read-write statement changed a setting of the connection
+  // What the authorizer saw while the statement was prepared.
   DeniedBy denied_ = DeniedBy::nothing;
+  int actions_ = 0;                  ///< authorizer calls
+  bool pragma_read_ = false;         ///< one of them was a pragma let through as a read
 };
 
 }  // namespace
+
+const char* detail::no_create_vfs_name() noexcept {
+  static const char* const name = []() -> const char* {
+    sqlite3_vfs* real = sqlite3_vfs_find(nullptr);
+    if (real == nullptr) return nullptr;
+    static sqlite3_vfs vfs = make_no_create_vfs(real);
+    return sqlite3_vfs_register(&vfs, 0) == SQLITE_OK ? vfs.zName : nullptr;
+  }();
+  return name;
+}
 
 Failure detail::sqlite_failure(sqlite3* db) {
   Failure failure;
@@ -395,8 +689,24 @@ Failure detail::sqlite_failure(sqlite3* db) {
   return failure;
 }
 
-std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode) {
-  return std::make_unique<SqliteDriver>(std::move(path), mode);
+std::string_view sqlite_read_only_wal_name(SqliteReadOnlyWal value) noexcept {
+  switch (value) {
+    case SqliteReadOnlyWal::existing_files: return "existing_files";
+    case SqliteReadOnlyWal::create_files: return "create_files";
+    case SqliteReadOnlyWal::immutable: return "immutable";
+  }
+  return "unknown";
+}
+
+void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes) { HeapLimit::instance().take_over(bytes); }
+
+std::uint64_t sqlite_heap_limit() noexcept {
+  const sqlite3_int64 limit = sqlite3_hard_heap_limit64(-1);
+  return limit < 0 ? 0 : static_cast<std::uint64_t>(limit);
+}
+
+std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode, SqliteOptions options) {
+  return std::make_unique<SqliteDriver>(std::move(path), mode, options);
 }
 
 }  // namespace rawtool

@@ -3,6 +3,7 @@
 #include "outcome_checks.hpp"
 #include "untrusted_bytes.hpp"
 #include "detail/sqlite_failure.hpp"
+#include "detail/sqlite_pragmas.hpp"
 
 #include <rawtool/driver.hpp>
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <optional>
 #include <string>
@@ -80,6 +82,143 @@ private:
   static inline int counter_ = 0;
   fs::path dir_;
 };
+
+/// A plain SQLite connection outside the driver: another process's view of a
+/// database, for writing to it and for seeing what the driver left held.
+class Plain {
+public:
+  explicit Plain(const std::string& path) {
+    REQUIRE(sqlite3_open(path.c_str(), &db_) == SQLITE_OK);
+    sqlite3_extended_result_codes(db_, 1);
+  }
+  ~Plain() { sqlite3_close(db_); }
+  Plain(const Plain&) = delete;
+  Plain& operator=(const Plain&) = delete;
+
+  /// Runs `sql` without waiting for locks; returns SQLite's result code.
+  int exec(const std::string& sql) const { return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); }
+  /// Runs `sql`, which must succeed.
+  void run(const std::string& sql) const {
+    INFO(sql);
+    const int rc = exec(sql);
+    INFO(sqlite3_errmsg(db_));
+    REQUIRE(rc == SQLITE_OK);
+  }
+  /// The first column of the first row of `sql`, as text.
+  [[nodiscard]] std::string value(const std::string& sql) const {
+    sqlite3_stmt* statement = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) == SQLITE_OK);
+    std::string text;
+    if (sqlite3_step(statement) == SQLITE_ROW) {
+      const auto* bytes = sqlite3_column_text(statement, 0);
+      text = bytes == nullptr ? "NULL" : reinterpret_cast<const char*>(bytes);
+    }
+    sqlite3_finalize(statement);
+    return text;
+  }
+  [[nodiscard]] sqlite3* handle() const noexcept { return db_; }
+
+private:
+  sqlite3* db_ = nullptr;
+};
+
+/// True when another connection can take the database's exclusive lock at
+/// once: no connection holds any lock on it, nor an open transaction.
+bool nothing_holds_a_lock(const std::string& path) {
+  Plain other(path);
+  const bool locked = other.exec("BEGIN EXCLUSIVE") == SQLITE_OK;
+  other.exec("ROLLBACK");
+  return locked;
+}
+
+/// Makes the process's default VFS a wrapper of itself that runs `hook` each
+/// time a file takes the RESERVED lock (a write transaction begins), for as
+/// long as it lives; then the wrapped VFS is the default again. For
+/// injecting a fault at that moment into a connection the test cannot reach.
+class ReservedLockHook {
+public:
+  explicit ReservedLockHook(std::function<void()> hook) : hook_(std::move(hook)), real_(sqlite3_vfs_find(nullptr)) {
+    REQUIRE(real_ != nullptr);
+    // The unix VFS's other methods do not use their VFS argument, so the
+    // copy may keep them; only opening differs.
+    vfs_ = *real_;
+    vfs_.zName = "rawtool-test-reserved-lock-hook";
+    vfs_.szOsFile = static_cast<int>(sizeof(File)) + real_->szOsFile;
+    vfs_.pAppData = this;
+    vfs_.xOpen = &open;
+    vfs_.pNext = nullptr;
+    REQUIRE(sqlite3_vfs_register(&vfs_, 1) == SQLITE_OK);
+  }
+  ~ReservedLockHook() {
+    sqlite3_vfs_unregister(&vfs_);
+    sqlite3_vfs_register(real_, 1);
+  }
+  ReservedLockHook(const ReservedLockHook&) = delete;
+  ReservedLockHook& operator=(const ReservedLockHook&) = delete;
+
+private:
+  struct File {
+    sqlite3_file base;
+    ReservedLockHook* owner;
+    [[nodiscard]] sqlite3_file* real() { return reinterpret_cast<sqlite3_file*>(this + 1); }
+  };
+  static sqlite3_file* real(sqlite3_file* file) { return reinterpret_cast<File*>(file)->real(); }
+  static const sqlite3_io_methods& methods(sqlite3_file* file) { return *real(file)->pMethods; }
+
+  static int open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
+    auto* self = static_cast<ReservedLockHook*>(vfs->pAppData);
+    auto* wrapper = reinterpret_cast<File*>(file);
+    wrapper->owner = self;
+    const int rc = self->real_->xOpen(self->real_, name, wrapper->real(), flags, out_flags);
+    wrapper->base.pMethods = wrapper->real()->pMethods != nullptr ? &io_methods : nullptr;
+    return rc;
+  }
+
+  static const sqlite3_io_methods io_methods;
+
+  std::function<void()> hook_;
+  sqlite3_vfs* real_;
+  sqlite3_vfs vfs_{};
+};
+
+const sqlite3_io_methods ReservedLockHook::io_methods{
+    3,
+    [](sqlite3_file* f) { return methods(f).xClose(real(f)); },
+    [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) { return methods(f).xRead(real(f), b, n, o); },
+    [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) { return methods(f).xWrite(real(f), b, n, o); },
+    [](sqlite3_file* f, sqlite3_int64 size) { return methods(f).xTruncate(real(f), size); },
+    [](sqlite3_file* f, int flags) { return methods(f).xSync(real(f), flags); },
+    [](sqlite3_file* f, sqlite3_int64* size) { return methods(f).xFileSize(real(f), size); },
+    [](sqlite3_file* f, int lock) {
+      const int rc = methods(f).xLock(real(f), lock);
+      if (rc == SQLITE_OK && lock == SQLITE_LOCK_RESERVED) reinterpret_cast<File*>(f)->owner->hook_();
+      return rc;
+    },
+    [](sqlite3_file* f, int lock) { return methods(f).xUnlock(real(f), lock); },
+    [](sqlite3_file* f, int* out) { return methods(f).xCheckReservedLock(real(f), out); },
+    [](sqlite3_file* f, int op, void* arg) { return methods(f).xFileControl(real(f), op, arg); },
+    [](sqlite3_file* f) { return methods(f).xSectorSize(real(f)); },
+    [](sqlite3_file* f) { return methods(f).xDeviceCharacteristics(real(f)); },
+    [](sqlite3_file* f, int page, int size, int extend, void volatile** out) {
+      return methods(f).xShmMap(real(f), page, size, extend, out);
+    },
+    [](sqlite3_file* f, int offset, int n, int flags) { return methods(f).xShmLock(real(f), offset, n, flags); },
+    [](sqlite3_file* f) { methods(f).xShmBarrier(real(f)); },
+    [](sqlite3_file* f, int remove) { return methods(f).xShmUnmap(real(f), remove); },
+    [](sqlite3_file* f, sqlite3_int64 offset, int amount, void** out) {
+      return methods(f).xFetch(real(f), offset, amount, out);
+    },
+    [](sqlite3_file* f, sqlite3_int64 offset, void* page) { return methods(f).xUnfetch(real(f), offset, page); },
+};
+
+/// `SELECT expr, expr, ...` with `count` copies of `expr`.
+std::string select_many(const std::string& expr, int count) {
+  std::string sql = "SELECT ";
+  for (int i = 0; i < count; ++i) sql += (i > 0 ? ", " : "") + expr;
+  return sql;
+}
+
+constexpr const char* runaway = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
 
 rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
                      AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {}) {
@@ -200,18 +339,54 @@ TEST_CASE("an error from a user function is copied exactly, with its extended co
 }
 
 TEST_CASE("sqlite read-only escape attempts leave the database, files and the next call unchanged", "[sqlite][read_only]") {
+  // In rollback-journal mode, and in WAL mode with a writer connected (the
+  // only way a read-only driver reads a WAL database by default).
+  const std::string journal_mode = GENERATE(std::string("delete"), std::string("wal"));
+  INFO("journal_mode " << journal_mode);
   Scratch scratch;
-  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1), (2); PRAGMA user_version = 7;");
+  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1), (2); PRAGMA user_version = 7;"
+                "ANALYZE");
+  std::optional<Plain> writer;
+  if (journal_mode == "wal") {
+    writer.emplace(scratch.db());
+    writer->run("PRAGMA journal_mode = WAL; SELECT count(*) FROM t");
+    REQUIRE(fs::exists(scratch.path("test.db-wal")));
+  }
   const fs::path attached = scratch.path("attached.db");
   const fs::path vacuumed = scratch.path("vacuumed.db");
-  const std::vector<std::string> files_before = scratch.files();
+  // Every file and its bytes; a -shm by name only (shared memory every reader marks its place in).
+  const auto files = [&] {
+    std::vector<std::string> listed;
+    for (const std::string& file : scratch.files()) {
+      listed.push_back(file.starts_with("test.db-shm ") ? std::string("test.db-shm") : file);
+    }
+    return listed;
+  };
+  const std::vector<std::string> files_before = files();
   auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
   const auto state = [&] {
-    const Rows rows = expect<Rows>(run(*driver, "SELECT group_concat(x), (SELECT user_version FROM pragma_user_version) FROM t"));
-    return cell(rows, 0, 0) + "|" + cell(rows, 0, 1);
+    const Rows rows = expect<Rows>(run(*driver, "SELECT group_concat(x), (SELECT user_version FROM pragma_user_version), "
+                                                "(SELECT count(*) FROM sqlite_stat1) FROM t"));
+    return cell(rows, 0, 0) + "|" + cell(rows, 0, 1) + "|" + cell(rows, 0, 2);
   };
   const std::string before = state();
-  CHECK(before == "1,2|7");
+  CHECK(before == "1,2|7|1");
+  // As the driver's first call left them.
+  const sqlite3_int64 hard_heap_limit = sqlite3_hard_heap_limit64(-1);
+  const sqlite3_int64 soft_heap_limit = sqlite3_soft_heap_limit64(-1);
+  const char* const temp_directory = sqlite3_temp_directory;
+  // Nothing that outlasts the call: the database, the files, locks and open
+  // transactions, and the settings of the whole process.
+  const auto unchanged = [&] {
+    CHECK(state() == before);
+    CHECK_FALSE(fs::exists(attached));
+    CHECK_FALSE(fs::exists(vacuumed));
+    CHECK(files() == files_before);
+    CHECK(nothing_holds_a_lock(scratch.db()));
+    CHECK(sqlite3_hard_heap_limit64(-1) == hard_heap_limit);
+    CHECK(sqlite3_soft_heap_limit64(-1) == soft_heap_limit);
+    CHECK(sqlite3_temp_directory == temp_directory);
+  };
 
   struct Attempt {
     std::string sql;
@@ -226,19 +401,53 @@ TEST_CASE("sqlite read-only escape attempts leave the database, files and the ne
       {"PRAGMA user_version = 9", RefusalReason::read_only},
       {"PRAGMA journal_mode = DELETE", RefusalReason::read_only},
       {"PRAGMA journal_mode = OFF", RefusalReason::read_only},
+      {"PRAGMA journal_mode = WAL", RefusalReason::read_only},
       {"PRAGMA query_only = 0", RefusalReason::read_only},
       {"PRAGMA writable_schema = 1", RefusalReason::read_only},
       {"SELECT load_extension('/tmp/nothing')", RefusalReason::not_permitted},
+      {"SELECT fts3_tokenizer('simple')", RefusalReason::not_permitted},
       {"SELECT 1; DELETE FROM t", RefusalReason::multiple_statements},
       {"SELECT 1; -- fine\n; DROP TABLE t", RefusalReason::multiple_statements},
       {"DELETE FROM t", RefusalReason::read_only},
       {"INSERT INTO t VALUES (3)", RefusalReason::read_only},
       {"CREATE TABLE u (x)", RefusalReason::read_only},
       {"CREATE TEMP TABLE u (x)", RefusalReason::read_only},
+      {"CREATE TEMP VIEW v AS SELECT 1", RefusalReason::read_only},
+      {"CREATE TEMP TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END", RefusalReason::read_only},
+      {"CREATE VIRTUAL TABLE temp.f USING fts5(x)", RefusalReason::read_only},
       {"WITH d AS (SELECT 1) DELETE FROM t", RefusalReason::read_only},
       {"REINDEX", RefusalReason::read_only},
+      {"REINDEX t_x", RefusalReason::read_only},
       {"ANALYZE", RefusalReason::read_only},
+      {"ANALYZE t", RefusalReason::read_only},
+      {"DELETE FROM sqlite_stat1", RefusalReason::read_only},
+      {"INSERT INTO sqlite_stat1 VALUES ('t', 't_x', '9 9')", RefusalReason::read_only},
       {"DROP TABLE t", RefusalReason::read_only},
+      // Writes the file without a statement that says so.
+      {"PRAGMA wal_checkpoint", RefusalReason::read_only},
+      {"PRAGMA wal_checkpoint(TRUNCATE)", RefusalReason::read_only},
+      {"PRAGMA incremental_vacuum", RefusalReason::read_only},
+      {"PRAGMA incremental_vacuum(10)", RefusalReason::read_only},
+      {"PRAGMA optimize", RefusalReason::read_only},
+      // Locks held past the call.
+      {"BEGIN IMMEDIATE", RefusalReason::read_only},
+      {"BEGIN EXCLUSIVE", RefusalReason::read_only},
+      {"PRAGMA locking_mode = EXCLUSIVE", RefusalReason::read_only},
+      // Settings of the connection that would outlive the call on a pooled connection.
+      {"PRAGMA temp_store = MEMORY", RefusalReason::read_only},
+      {"PRAGMA mmap_size = 1000000", RefusalReason::read_only},
+      {"PRAGMA trusted_schema = 1", RefusalReason::read_only},
+      {"PRAGMA ignore_check_constraints = 1", RefusalReason::read_only},
+      {"PRAGMA cell_size_check = 1", RefusalReason::read_only},
+      {"PRAGMA busy_timeout = 100000", RefusalReason::read_only},
+      {"PRAGMA journal_size_limit = 0", RefusalReason::read_only},
+      {"PRAGMA wal_autocheckpoint = 1", RefusalReason::read_only},
+      {"PRAGMA threads = 4", RefusalReason::read_only},
+      {"PRAGMA shrink_memory", RefusalReason::read_only},
+      // Settings of the whole process.
+      {"PRAGMA hard_heap_limit = 100000", RefusalReason::not_permitted},
+      {"PRAGMA soft_heap_limit = 100000", RefusalReason::not_permitted},
+      {"PRAGMA temp_store_directory = '" + scratch.path("").string() + "'", RefusalReason::not_permitted},
   };
   for (const Attempt& attempt : attempts) {
     INFO(attempt.sql);
@@ -248,18 +457,29 @@ TEST_CASE("sqlite read-only escape attempts leave the database, files and the ne
     } else {
       expect<Failure>(outcome);
     }
-    CHECK(state() == before);
-    CHECK_FALSE(fs::exists(attached));
-    CHECK_FALSE(fs::exists(vacuumed));
-    CHECK(scratch.files() == files_before);
+    unchanged();
   }
   // Reads are fine, including the read-only pragmas.
   CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
+  CHECK(cell(expect<Rows>(run(*driver, "PRAGMA journal_mode")), 0, 0) == journal_mode);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT name FROM pragma_table_info('t')")), 0, 0) == "x");
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 1; -- a trailing comment\n;  ")), 0, 0) == "1");
+  // A sort too large for memory spills to a temporary file SQLite removes.
+  Limits one_row;
+  one_row.max_rows = 1;
+  expect<Rows>(run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 300000) "
+                            "SELECT n, randomblob(100) FROM c ORDER BY random()", one_row));
+  unchanged();
   // A transaction a statement opens does not outlive the call.
-  expect<Rows>(run(*driver, "BEGIN"));
-  CHECK(state() == before);
+  for (const char* opens : {"BEGIN", "BEGIN DEFERRED", "SAVEPOINT s"}) {
+    INFO(opens);
+    expect<Rows>(run(*driver, opens));
+    unchanged();
+  }
+  if (writer) {
+    // No snapshot is held: the writer can checkpoint the whole WAL.
+    CHECK(writer->value("PRAGMA wal_checkpoint(TRUNCATE)") == "0");
+  }
 }
 
 TEST_CASE("a read-only driver refuses read-write calls, and a missing file is unavailable", "[sqlite][read_only]") {
@@ -399,4 +619,427 @@ TEST_CASE("nothing after a NUL byte in a sqlite statement runs", "[sqlite]") {
   // SQLite stops reading at the NUL; what follows is a tail, and refused.
   CHECK(refusal_reason(run(*driver, sql, {}, AccessMode::read_write)) == RefusalReason::multiple_statements);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t", {}, AccessMode::read_write)), 0, 0) == "1");
+}
+
+// ---- Memory is bounded by the caps, not by the statement ----
+
+TEST_CASE("sqlite a value longer than the length limit is refused, naming the limit, and the connection stays usable",
+          "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  const std::string limit = "33554432";  // 32 MiB: the floor, above the default max_bytes
+  const std::vector<std::string> bombs = {
+      select_many("hex(zeroblob(150000000))", 3),
+      "SELECT randomblob(40000000)",
+      "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000000) "
+      "SELECT length(group_concat(hex(zeroblob(500)))) FROM c",
+  };
+  // Time enough to reach the limit under a sanitizer too; the default limits otherwise.
+  Limits patient;
+  patient.statement_timeout = 120s;
+  for (const std::string& bomb : bombs) {
+    INFO(bomb.substr(0, 80));
+    const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb, patient));
+    CHECK(refusal.reason == RefusalReason::limit);
+    CHECK(refusal.explanation.find("length limit") != std::string::npos);
+    CHECK(refusal.explanation.find(limit) != std::string::npos);
+    CHECK(refusal.explanation.find("too big") == std::string::npos);  // the tool's words, not SQLite's
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
+  }
+  // A bound parameter past the limit is refused the same way, before anything runs.
+  const auto& bound = expect<rawtool::Refusal>(run(*driver, "SELECT length(?1)", {}, AccessMode::read_only,
+                                                   {std::string(40'000'000, 'x')}));
+  CHECK(bound.reason == RefusalReason::limit);
+  CHECK(bound.explanation.find(limit) != std::string::npos);
+}
+
+TEST_CASE("sqlite values larger than max_bytes are still read and computed on, up to the length limit",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB);"
+                "INSERT INTO t VALUES (1, zeroblob(24000000)); INSERT INTO t VALUES (2, zeroblob(40000000))");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  const Rows computed = expect<Rows>(run(*driver, "SELECT length(b), hex(substr(b, 1, 4)) FROM t WHERE id = 1"));
+  CHECK(cell(computed, 0, 0) == "24000000");
+  CHECK(cell(computed, 0, 1) == "00000000");
+  // Read whole and withheld by the byte cap: stated, not refused.
+  const Rows withheld = expect<Rows>(run(*driver, "SELECT b FROM t WHERE id = 1"));
+  CHECK(withheld.rows.empty());
+  CHECK(withheld.truncation == Truncation::byte_cap);
+  CHECK(withheld.rows_withheld == 1);
+  // Past the limit even reading is refused (SQLite checks every value it loads).
+  CHECK(refusal_reason(run(*driver, "SELECT substr(b, 1, 4) FROM t WHERE id = 2")) == RefusalReason::limit);
+  // The limit follows max_bytes above its floor: a cap that keeps a 40 MB cell lets it be read.
+  Limits wide;
+  wide.max_bytes = 44ULL * 1024 * 1024;
+  const Rows kept = expect<Rows>(run(*driver, "SELECT b FROM t WHERE id = 2", wide));
+  REQUIRE(kept.rows.size() == 1);
+  CHECK(cell(kept, 0, 0) == std::string(40'000'000, '\0'));
+}
+
+TEST_CASE("sqlite many wide columns stop at the heap limit, naming it, and the connection stays usable",
+          "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
+  // The limit SQLite itself holds for the process, read from SQLite.
+  const sqlite3_int64 heap_limit = sqlite3_hard_heap_limit64(-1);
+  REQUIRE(heap_limit > 0);
+  for (const std::string& bomb : {select_many("randomblob(1000000)", 500), select_many("zeroblob(1000000)", 500),
+                                  select_many("hex(zeroblob(1000000))", 500)}) {
+    INFO(bomb.substr(0, 80));
+    const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb));
+    CHECK(refusal.reason == RefusalReason::limit);
+    CHECK(refusal.explanation.find("heap limit") != std::string::npos);
+    CHECK(refusal.explanation.find(std::to_string(heap_limit)) != std::string::npos);
+    CHECK(refusal.explanation.find("out of memory") == std::string::npos);
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
+  }
+}
+
+TEST_CASE("an embedder can take over the SQLite heap limit, turn it off, and hand it back", "[sqlite][limits]") {
+  constexpr std::uint64_t mib = 1024 * 1024;
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  expect<Rows>(run(*driver, "SELECT 1"));
+  CHECK(rawtool::sqlite_heap_limit() >= 48 * mib);
+  CHECK(rawtool::sqlite_heap_limit() == static_cast<std::uint64_t>(sqlite3_hard_heap_limit64(-1)));
+  const std::string bomb = select_many("randomblob(1000000)", 20);
+
+  rawtool::set_sqlite_heap_limit(8 * mib);
+  CHECK(sqlite3_hard_heap_limit64(-1) == static_cast<sqlite3_int64>(8 * mib));
+  const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb));
+  CHECK(refusal.reason == RefusalReason::limit);
+  CHECK(refusal.explanation.find("heap limit of 8388608 bytes") != std::string::npos);
+  // A call with a larger length limit does not move a limit the embedder set.
+  Limits wide;
+  wide.max_bytes = 100 * mib;
+  expect<Rows>(run(*driver, "SELECT 1", wide));
+  CHECK(rawtool::sqlite_heap_limit() == 8 * mib);
+
+  rawtool::set_sqlite_heap_limit(0);
+  CHECK(sqlite3_hard_heap_limit64(-1) == 0);
+  const Rows unlimited = expect<Rows>(run(*driver, bomb));  // 20 MB made, then withheld by the byte cap
+  CHECK(unlimited.truncation == Truncation::byte_cap);
+
+  // Handed back, rawtool makes room for the largest length limit it has run under.
+  rawtool::set_sqlite_heap_limit(std::nullopt);
+  CHECK(rawtool::sqlite_heap_limit() >= 116 * mib);
+  // And it stops managing as soon as the program sets the limit itself.
+  sqlite3_hard_heap_limit64(static_cast<sqlite3_int64>(120 * mib));
+  Limits wider;
+  wider.max_bytes = 200 * mib;
+  expect<Rows>(run(*driver, "SELECT 1", wider));
+  CHECK(rawtool::sqlite_heap_limit() == 120 * mib);
+  rawtool::set_sqlite_heap_limit(std::nullopt);
+  CHECK(rawtool::sqlite_heap_limit() >= 216 * mib);
+}
+
+// ---- An interrupted statement leaves a clean connection or a closed one ----
+
+TEST_CASE("sqlite a timed-out or cancelled statement leaves a next call that works and a database nobody holds",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  // A schema large enough that loading it runs the progress handler: a
+  // deadline or a cancel left over from a previous call would cut it short.
+  std::string schema = "CREATE TABLE t (x); INSERT INTO t VALUES (1);";
+  for (int i = 0; i < 400; ++i) schema += fmt::format("CREATE TABLE s{} (a, b, c);", i);
+  scratch.setup(schema);
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  // The first call loads the schema.
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "1");
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  CHECK(refusal_reason(run(*driver, runaway, limits)) == RefusalReason::timeout);
+  CHECK(nothing_holds_a_lock(scratch.db()));
+  {
+    Plain writer(scratch.db());
+    writer.run("CREATE TABLE after_timeout (y); INSERT INTO t VALUES (2)");
+  }
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
+
+  limits.statement_timeout = 20s;
+  auto running = std::async(std::launch::async, [&] { return run(*driver, runaway, limits); });
+  std::this_thread::sleep_for(300ms);
+  driver->cancel();
+  REQUIRE(running.wait_for(5s) == std::future_status::ready);
+  CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+  CHECK(nothing_holds_a_lock(scratch.db()));
+  {
+    Plain writer(scratch.db());
+    writer.run("CREATE TABLE after_cancel (y); INSERT INTO t VALUES (3)");
+  }
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "3");
+  CHECK(driver->health() == rawtool::Health::ok);
+}
+
+TEST_CASE("sqlite an interrupted read-write statement leaves nothing of its work and no lock behind",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); "
+                "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000) "
+                "INSERT INTO t SELECT 1 FROM c");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  const auto unchanged = [&] {
+    CHECK(nothing_holds_a_lock(scratch.db()));
+    CHECK_FALSE(fs::exists(scratch.path("test.db-journal")));
+    CHECK(Plain(scratch.db()).value("SELECT count(*) || ' ' || sum(x) FROM t") == "2000 2000");
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*), sum(x) FROM t", {}, AccessMode::read_write)), 0, 1) == "2000");
+  };
+  // An UPDATE that has written part of its rows when the deadline passes:
+  // the subquery refers to the row, so it runs again for every row, and adds 1.
+  const std::string slow_update =
+      "UPDATE t SET x = x + (WITH RECURSIVE c(n) AS (SELECT x UNION ALL SELECT n + 1 FROM c WHERE n < x + 20000) "
+      "SELECT count(*) - 20000 FROM c)";
+  Limits limits;
+  limits.statement_timeout = 300ms;
+  CHECK(refusal_reason(run(*driver, slow_update, limits, AccessMode::read_write)) == RefusalReason::timeout);
+  unchanged();
+  // An INSERT that never ends, cancelled.
+  limits.statement_timeout = 20s;
+  auto running = std::async(std::launch::async, [&] {
+    return run(*driver, "INSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c",
+               limits, AccessMode::read_write);
+  });
+  std::this_thread::sleep_for(300ms);
+  driver->cancel();
+  REQUIRE(running.wait_for(5s) == std::future_status::ready);
+  CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+  unchanged();
+  // And the connection still writes.
+  const Rows written = expect<Rows>(run(*driver, "UPDATE t SET x = 2 WHERE rowid = 1", {}, AccessMode::read_write));
+  REQUIRE(written.rows_affected.has_value());
+  CHECK(*written.rows_affected == 1);
+}
+
+TEST_CASE("a sqlite connection whose cleanup fails is closed, so nothing the statement opened outlives the call",
+          "[sqlite][limits]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  const sqlite3_int64 heap_before = sqlite3_hard_heap_limit64(-1);
+  {
+    // The moment BEGIN IMMEDIATE holds the write lock, SQLite may allocate
+    // nothing more: the ROLLBACK that ends the call cannot even be prepared.
+    ReservedLockHook starve([once = true]() mutable {
+      if (once) sqlite3_hard_heap_limit64(1);
+      once = false;
+    });
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+    expect<Rows>(run(*driver, "BEGIN IMMEDIATE", {}, AccessMode::read_write));
+    sqlite3_hard_heap_limit64(heap_before);
+    rawtool::set_sqlite_heap_limit(std::nullopt);  // and rawtool manages it again
+    CHECK(nothing_holds_a_lock(scratch.db()));
+    const Rows inserted = expect<Rows>(run(*driver, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
+    CHECK(inserted.rows_affected == std::optional<std::uint64_t>(1));
+  }
+  CHECK(Plain(scratch.db()).value("SELECT count(*) FROM t") == "2");
+}
+
+// ---- A read-only open of a WAL database creates no file ----
+
+TEST_CASE("a read-only sqlite driver reads a WAL database another connection is writing, and changes no file",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  Plain writer(scratch.db());
+  writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)");
+  // The -shm is shared memory every reader marks its place in; the files are
+  // the same files, and the database and the -wal hold the same bytes.
+  const auto files = [&] {
+    std::vector<std::string> listed;
+    for (const std::string& file : scratch.files()) {
+      listed.push_back(file.starts_with("test.db-shm ") ? std::string("test.db-shm") : file);
+    }
+    return listed;
+  };
+  const std::vector<std::string> files_before = files();
+  REQUIRE(files_before.size() == 3);  // the database, its -wal (holding the rows) and its -shm
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
+  CHECK(files() == files_before);
+  writer.run("INSERT INTO t VALUES (3)");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "3");
+  writer.run("PRAGMA wal_checkpoint(TRUNCATE); INSERT INTO t VALUES (4)");
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT sum(x) FROM t")), 0, 0) == "10");
+}
+
+TEST_CASE("a read-only sqlite driver refuses a WAL database nothing else has open rather than create its files",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  {
+    Plain writer(scratch.db());
+    writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  }
+  const std::vector<std::string> files_before = scratch.files();
+  REQUIRE(files_before.size() == 1);  // the last connection checkpointed and removed -wal and -shm
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+    const auto& refusal = expect<rawtool::Refusal>(run(*driver, "SELECT count(*) FROM t"));
+    CHECK(refusal.reason == RefusalReason::not_permitted);
+    CHECK(refusal.explanation.find("WAL") != std::string::npos);
+    CHECK(refusal.explanation.find("sqlite_read_only_wal") != std::string::npos);
+    CHECK(driver->health() == rawtool::Health::unavailable);
+  }
+  CHECK(scratch.files() == files_before);
+  // A -wal left with content and no -shm: reading would create the -shm.
+  {
+    Plain writer(scratch.db());
+    REQUIRE(sqlite3_db_config(writer.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr) == SQLITE_OK);
+    writer.run("INSERT INTO t VALUES (2)");
+  }
+  fs::remove(scratch.path("test.db-shm"));
+  const std::vector<std::string> wal_without_shm = scratch.files();
+  REQUIRE(wal_without_shm.size() == 2);
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+    CHECK(refusal_reason(run(*driver, "SELECT count(*) FROM t")) == RefusalReason::not_permitted);
+  }
+  CHECK(scratch.files() == wal_without_shm);
+}
+
+TEST_CASE("an operator may let a read-only sqlite driver create a WAL database's files, or read it as immutable",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  {
+    Plain writer(scratch.db());
+    writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)");
+  }
+  const std::vector<std::string> files_before = scratch.files();
+  REQUIRE(files_before.size() == 1);
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only,
+                                              rawtool::SqliteOptions{rawtool::SqliteReadOnlyWal::immutable});
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT sum(x) FROM t")), 0, 0) == "3");
+    CHECK(refusal_reason(run(*driver, "INSERT INTO t VALUES (3)")) == RefusalReason::read_only);
+    CHECK(scratch.files() == files_before);
+  }
+  CHECK(scratch.files() == files_before);
+  {
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only,
+                                              rawtool::SqliteOptions{rawtool::SqliteReadOnlyWal::create_files});
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT sum(x) FROM t")), 0, 0) == "3");
+  }
+  // What this setting allows: SQLite made both files, and they stay.
+  CHECK(fs::exists(scratch.path("test.db-wal")));
+  CHECK(fs::exists(scratch.path("test.db-shm")));
+  CHECK(rawtool::sqlite_read_only_wal_name(rawtool::SqliteReadOnlyWal::existing_files) == "existing_files");
+  CHECK(rawtool::sqlite_read_only_wal_name(rawtool::SqliteReadOnlyWal::create_files) == "create_files");
+  CHECK(rawtool::sqlite_read_only_wal_name(rawtool::SqliteReadOnlyWal::immutable) == "immutable");
+}
+
+TEST_CASE("a sqlite path is a file name, whatever characters it holds", "[sqlite]") {
+  Scratch scratch;
+  for (const std::string name : {"a?mode=memory", "b#c", "d%41e", "file:f", "g h"}) {
+    INFO(name);
+    const std::string path = scratch.path(name).string();
+    {
+      auto writer = rawtool::make_sqlite_driver(path, AccessMode::read_write);
+      expect<Rows>(run(*writer, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+      expect<Rows>(run(*writer, "INSERT INTO t VALUES (7)", {}, AccessMode::read_write));
+    }
+    CHECK(fs::exists(path));
+    auto reader = rawtool::make_sqlite_driver(path, AccessMode::read_only);
+    CHECK(cell(expect<Rows>(run(*reader, "SELECT x FROM t")), 0, 0) == "7");
+  }
+  // Nothing was made under another name.
+  CHECK(std::distance(fs::directory_iterator(scratch.path("")), fs::directory_iterator()) == 5);
+}
+
+TEST_CASE("a read-only and a read-write sqlite driver share a WAL database in one process, each doing its part",
+          "[sqlite][read_only][wal]") {
+  Scratch scratch;
+  {
+    // A writer that went away without checkpointing left both files.
+    Plain writer(scratch.db());
+    REQUIRE(sqlite3_db_config(writer.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr) == SQLITE_OK);
+    writer.run("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+  }
+  REQUIRE(scratch.files().size() == 3);
+  // The reader comes first; the writer in the same process must still write
+  // (SQLite shares one mapping of the -shm between them).
+  auto reader = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
+  CHECK(cell(expect<Rows>(run(*reader, "SELECT count(*) FROM t")), 0, 0) == "1");
+  auto writer = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*writer, "INSERT INTO t VALUES (2)", {}, AccessMode::read_write));
+  CHECK(cell(expect<Rows>(run(*reader, "SELECT count(*) FROM t")), 0, 0) == "2");
+}
+
+// ---- Reading a setting is harmless; changing one is refused ----
+
+TEST_CASE("every pragma the read-only lists name reads with no argument, and a setting given one is refused",
+          "[sqlite][read_only]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); CREATE INDEX t_x ON t (x); INSERT INTO t VALUES (1);"
+                "PRAGMA user_version = 7; PRAGMA application_id = 9");
+  const std::vector<std::string> files_before = scratch.files();
+  const auto argument_for = [](std::string_view pragma) -> std::string {
+    if (pragma == "journal_mode") return "WAL";
+    if (pragma == "encoding") return "'UTF-16le'";
+    if (pragma == "page_size") return "512";
+    return "2";
+  };
+  // A read-only driver, and a read-write driver's read-only calls: each layer
+  // set must hold on its own.
+  for (const AccessMode opened : {AccessMode::read_only, AccessMode::read_write}) {
+    INFO("driver opened " << rawtool::access_mode_name(opened));
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), opened);
+    for (std::string_view pragma : rawtool::detail::readable_setting_pragmas) {
+      INFO(pragma);
+      const Rows before = expect<Rows>(run(*driver, fmt::format("PRAGMA {}", pragma)));
+      REQUIRE(before.rows.size() == 1);
+      for (const std::string& sql : {fmt::format("PRAGMA {} = {}", pragma, argument_for(pragma)),
+                                     fmt::format("PRAGMA main.{}({})", pragma, argument_for(pragma))}) {
+        INFO(sql);
+        CHECK(refusal_reason(run(*driver, sql)) == RefusalReason::read_only);
+      }
+      CHECK(expect<Rows>(run(*driver, fmt::format("PRAGMA {}", pragma))).rows == before.rows);
+      CHECK(scratch.files() == files_before);
+    }
+    for (std::string_view pragma : rawtool::detail::read_only_pragmas) {
+      INFO(pragma);
+      expect<Rows>(run(*driver, fmt::format("PRAGMA {}", pragma)));
+      const std::string_view argument = pragma.starts_with("index_") ? "t_x" : "t";
+      expect<Rows>(run(*driver, fmt::format("PRAGMA {}({})", pragma, argument)));
+      CHECK(scratch.files() == files_before);
+    }
+    CHECK(cell(expect<Rows>(run(*driver, "PRAGMA journal_mode")), 0, 0) == "delete");
+    CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "7");
+  }
+}
+
+// ---- Settings do not outlive the call that made them ----
+
+TEST_CASE("a setting a read-write sqlite statement makes on its connection ends with the call", "[sqlite]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE c (x CHECK (x > 0)); INSERT INTO c VALUES (1)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*driver, "PRAGMA ignore_check_constraints = 1", {}, AccessMode::read_write));
+  const Failure& failure = expect<Failure>(run(*driver, "INSERT INTO c VALUES (-1)", {}, AccessMode::read_write));
+  CHECK(*failure.sqlite_code == SQLITE_CONSTRAINT_CHECK);
+  // Exclusive locking would keep the file locked between calls.
+  expect<Rows>(run(*driver, "PRAGMA locking_mode = EXCLUSIVE", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "SELECT count(*) FROM c", {}, AccessMode::read_write));
+  CHECK(nothing_holds_a_lock(scratch.db()));
+  // Settings stored in the file are the database's, and stay.
+  expect<Rows>(run(*driver, "PRAGMA user_version = 5", {}, AccessMode::read_write));
+  CHECK(cell(expect<Rows>(run(*driver, "PRAGMA user_version")), 0, 0) == "5");
+}
+
+TEST_CASE("no sqlite statement changes a setting of the whole process, in either mode", "[sqlite]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  expect<Rows>(run(*driver, "SELECT 1"));
+  const sqlite3_int64 hard = sqlite3_hard_heap_limit64(-1);
+  const sqlite3_int64 soft = sqlite3_soft_heap_limit64(-1);
+  const char* temp_directory = sqlite3_temp_directory;
+  for (const AccessMode mode : {AccessMode::read_write, AccessMode::read_only}) {
+    for (const std::string& sql : {std::string("PRAGMA hard_heap_limit = 100000"), std::string("PRAGMA soft_heap_limit = 100000"),
+                                   "PRAGMA temp_store_directory = '" + scratch.path("").string() + "'"}) {
+      INFO(sql << " in " << rawtool::access_mode_name(mode));
+      CHECK(refusal_reason(run(*driver, sql, {}, mode)) == RefusalReason::not_permitted);
+      CHECK(sqlite3_hard_heap_limit64(-1) == hard);
+      CHECK(sqlite3_soft_heap_limit64(-1) == soft);
+      CHECK(sqlite3_temp_directory == temp_directory);
+      // Put back what a failing build changed, so the checks after this one mean something.
+      sqlite3_hard_heap_limit64(hard);
+      sqlite3_soft_heap_limit64(soft);
+    }
+  }
 }

@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 
 using rawtool::ConfigError;
@@ -122,6 +124,10 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
        "databases[0].limits.max_notice_bytes"},
       {R"({"databases": [{"path": "a.db", "limits": {"max_notice_bytes": -1}}]})", "databases[0].limits.max_notice_bytes"},
       {R"({"databases": [{"path": "a.db", "limits": []}]})", "databases[0].limits"},
+      {R"({"databases": [{"path": "a.db", "sqlite_read_only_wal": "sometimes"}]})", "databases[0].sqlite_read_only_wal"},
+      {R"({"databases": [{"path": "a.db", "sqlite_read_only_wal": true}]})", "databases[0].sqlite_read_only_wal"},
+      {R"({"databases": [{"url": "postgresql://h/d", "sqlite_read_only_wal": "immutable"}]})",
+       "databases[0].sqlite_read_only_wal"},
       {"{" + one_db + R"(, "raw_paht": true})", "raw_paht"},
       {"{" + one_db + R"(, "raw_path": "yes"})", "raw_path"},
       {"{" + one_db + R"(, "catalog": 3})", "catalog"},
@@ -178,6 +184,7 @@ TEST_CASE("every key left out takes its documented default", "[config]") {
   CHECK(db.target == "/srv/rawtool/data/a.db");
   CHECK(db.access == rawtool::AccessMode::read_only);
   CHECK(db.pool_size == 4);
+  CHECK(db.sqlite.read_only_wal == rawtool::SqliteReadOnlyWal::existing_files);
   CHECK(db.limits.statement_timeout == std::chrono::milliseconds(5000));
   CHECK(db.limits.lock_timeout == std::chrono::milliseconds(1000));
   CHECK(db.limits.max_rows == 1000);
@@ -205,7 +212,7 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
        "limits": {"statement_timeout_ms": 700, "lock_timeout_ms": 70, "max_rows": 7, "max_bytes": 7777,
                   "max_statement_bytes": 777, "max_notice_bytes": 0},
        "pool_size": 7},
-      {"label": "local.copy-2", "url": "sqlite:rel/b.db"},
+      {"label": "local.copy-2", "url": "sqlite:rel/b.db", "sqlite_read_only_wal": "immutable"},
       {"label": "mem", "path": ":memory:"}
     ],
     "raw_path": false,
@@ -231,6 +238,8 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
   CHECK(c.databases[1].label == "local.copy-2");
   CHECK(c.databases[1].kind == rawtool::TargetKind::sqlite_path);
   CHECK(c.databases[1].target == "/etc/rawtool/rel/b.db");
+  CHECK(c.databases[1].sqlite.read_only_wal == rawtool::SqliteReadOnlyWal::immutable);
+  CHECK(c.databases[0].sqlite.read_only_wal == rawtool::SqliteReadOnlyWal::existing_files);
   CHECK(c.databases[2].target == ":memory:");
   CHECK_FALSE(c.raw_path);
   REQUIRE(c.catalog.has_value());
@@ -329,6 +338,43 @@ TEST_CASE("load_config resolves relative paths against the file's folder", "[con
   } catch (const ConfigError& e) {
     CHECK(e.field() == "configuration");
   }
+}
+
+TEST_CASE("sqlite_read_only_wal reaches the SQLite driver through a configuration file", "[config][sqlite]") {
+  NoDatabaseEnvironment env;
+  rawtool::test::TempDir dir;
+  const auto tool_for = [&](const std::string& database) {
+    dir.write("rawtool.json", R"({"databases": [)" + database + "]}");
+    return rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"));
+  };
+  const auto files = [&] {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) names.insert(entry.path().filename());
+    return names;
+  };
+  {
+    // A WAL database, written and closed: its last connection removes the -wal and -shm.
+    auto writer = tool_for(R"({"path": "w.db", "access": "read_write"})");
+    for (const char* sql : {"PRAGMA journal_mode = WAL", "CREATE TABLE t (x)", "INSERT INTO t VALUES (41), (1)"}) {
+      INFO(sql);
+      REQUIRE_FALSE(writer->raw(sql).is_error);
+    }
+  }
+  REQUIRE(files() == std::set<std::string>{"rawtool.json", "w.db"});
+  {
+    auto refusing = tool_for(R"({"path": "w.db"})");
+    const rawtool::Reply reply = refusing->raw("SELECT sum(x) FROM t");
+    CHECK(reply.is_error);
+    CHECK(rawtool::test::contains(reply.text, "sqlite_read_only_wal"));
+  }
+  CHECK(files() == std::set<std::string>{"rawtool.json", "w.db"});
+  {
+    auto immutable = tool_for(R"({"path": "w.db", "sqlite_read_only_wal": "immutable"})");
+    const rawtool::Reply reply = immutable->raw("SELECT sum(x) AS total FROM t");
+    CHECK_FALSE(reply.is_error);
+    CHECK(rawtool::test::contains(reply.text, "42"));
+  }
+  CHECK(files() == std::set<std::string>{"rawtool.json", "w.db"});
 }
 
 TEST_CASE("a configuration built in code gets the same checks", "[config]") {

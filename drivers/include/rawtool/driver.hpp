@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -212,13 +213,101 @@ struct PostgresOptions {
 /// uses the PG* environment variables. Does not connect until first used.
 std::unique_ptr<Driver> make_postgres_driver(std::string conninfo, PostgresOptions options = {});
 
-/// A SQLite driver for a file path or ":memory:". Read-only mode opens the file
-/// read-only; a path that does not exist is Unavailable in read-only mode.
-/// ":memory:" in read-only mode is an empty database: it answers expressions
-/// and nothing can be created in it. A driver opened read-only refuses
-/// read-write calls (Refusal{read_only}). ATTACH, DETACH (and so VACUUM INTO)
-/// and load_extension are refused in both modes.
-std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode);
+/// What a read-only SQLite driver does with a database in WAL mode whose -wal
+/// and -shm files do not both exist. SQLite can read a WAL database only
+/// through those files: while another connection has the database open they
+/// exist, but when the last one closes it removes them, and a reader that
+/// opens the database then would create both beside it. They outlast the
+/// reader (a read-only connection can neither checkpoint nor remove them), and
+/// they cannot be made in a read-only folder.
+enum class SqliteReadOnlyWal {
+  /// Read through the files only when both exist (a writer has the database
+  /// open, or left them); otherwise every call is Refusal{not_permitted} and
+  /// no file is made. While it reads, the connection keeps its place in the
+  /// -shm's shared memory as every reader does, and sees every committed
+  /// change. While it is open the files stay: the writer that would remove
+  /// them on closing cannot while another connection has the database.
+  existing_files,
+  /// Let SQLite create the -wal and -shm files when they are missing (the
+  /// folder must be writable); they stay after rawtool closes the database.
+  create_files,
+  /// Open the database as immutable (SQLite's `immutable=1`): no locks, no
+  /// -wal or -shm, no file made. Only for a file that nothing changes while
+  /// rawtool has it open and whose WAL has been checkpointed (read-only media,
+  /// a copied snapshot): SQLite ignores any -wal file, and gives wrong answers
+  /// or errors if the file changes.
+  immutable,
+};
+
+/// "existing_files", "create_files" or "immutable".
+std::string_view sqlite_read_only_wal_name(SqliteReadOnlyWal value) noexcept;
+
+/// How a SQLite driver opens its database.
+struct SqliteOptions {
+  /// Used in read-only mode only; a read-write driver creates what SQLite needs.
+  SqliteReadOnlyWal read_only_wal = SqliteReadOnlyWal::existing_files;
+};
+
+/// A SQLite driver for a file path or ":memory:". The path is always a file
+/// path, never a URI. Read-only mode opens the file read-only and never
+/// creates a file beside it that outlasts a call (no -journal, and no -wal or
+/// -shm unless options.read_only_wal says so); a path that does not exist is
+/// Unavailable in read-only mode. ":memory:" in read-only mode is an empty
+/// database: it answers expressions and nothing can be created in it. A
+/// driver opened read-only refuses read-write calls (Refusal{read_only}).
+/// ATTACH, DETACH (and so VACUUM INTO), load_extension and the pragmas that
+/// change a setting of the whole process (hard_heap_limit, soft_heap_limit,
+/// temp_store_directory, data_store_directory) are refused in both modes
+/// (Refusal{not_permitted}).
+///
+/// Reading a setting is allowed in read-only mode (`PRAGMA journal_mode`);
+/// changing one is not. A setting a read-write statement changes on its
+/// connection (`PRAGMA locking_mode = EXCLUSIVE`, `PRAGMA foreign_keys = 0`)
+/// ends with its call: the connection is closed and the next call opens a
+/// fresh one. Settings stored in the file (user_version, journal_mode = WAL)
+/// are the database's and stay.
+///
+/// Memory. Each call sets SQLite's length limit (SQLITE_LIMIT_LENGTH: the
+/// longest value or row SQLite will make or load) to max_bytes, and to at
+/// least 32 MiB: a cell longer than max_bytes is never kept, but a statement
+/// may read or compute on a larger value (`length(doc)`, `substr(doc, 1, 80)`)
+/// and be shown what fits. Past it the call is Refusal{limit} naming the
+/// length limit and its value, and a stored value longer than it cannot be
+/// read at all, not even in part. All of SQLite's memory is bounded by its
+/// heap limit, which is process-wide (see set_sqlite_heap_limit); a call that
+/// reaches it is Refusal{limit} naming the heap limit and its value. The
+/// connection is usable after either.
+///
+/// Interruption. After every call the statement is finalized and the
+/// connection is left in autocommit mode, with no transaction open and no
+/// statement pending, whatever stopped the statement (a cancel, the time
+/// limit, a limit, an error); when a ROLLBACK cannot get it there, the
+/// connection is closed and the next call opens a new one. A write that was
+/// stopped leaves none of its changes.
+std::unique_ptr<Driver> make_sqlite_driver(std::string path, AccessMode mode, SqliteOptions options = {});
+
+/// SQLite's hard heap limit (sqlite3_hard_heap_limit64) bounds the memory of
+/// every SQLite connection in the process together: SQLite has no limit per
+/// connection. A statement that would pass it fails with SQLITE_NOMEM, and so
+/// may a statement running beside it on another connection.
+///
+/// By default rawtool manages it. When the first SQLite driver runs a call,
+/// unless something in the process already set a limit, rawtool sets it to
+/// the larger of 48 MiB and the largest length limit of any call so far plus
+/// 16 MiB (with default limits: 48 MiB), and raises it, never lowers it, when a
+/// call with a larger length limit comes. It stops managing it as soon as
+/// anything else sets it: this function, or sqlite3_hard_heap_limit64 called
+/// by the embedding program.
+///
+/// `bytes` takes it over: that many bytes, applied at once and kept; 0 turns
+/// the limit off (a statement's memory is then bounded only by the length
+/// limit and the number of columns). std::nullopt hands it back to rawtool.
+/// Thread-safe.
+void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes);
+
+/// The hard heap limit in force for SQLite in this process, in bytes; 0 when
+/// there is none.
+[[nodiscard]] std::uint64_t sqlite_heap_limit() noexcept;
 
 /// Chooses the engine from the target: "postgres://" or "postgresql://" URLs and
 /// libpq key=value strings go to PostgreSQL; "sqlite:" prefixes, ":memory:" and

@@ -45,6 +45,10 @@ struct DatabaseConfig {
   Limits limits;
   /// Connections kept for this database, made on first use; calls beyond it wait.
   std::size_t pool_size = 4;
+  /// How a SQLite database is opened (what read-only mode does with a WAL
+  /// database whose -wal and -shm are missing). Must be left at its default
+  /// for a PostgreSQL database.
+  SqliteOptions sqlite;
 };
 
 /// The configuration file, a JSON object. Every key is optional; a key not
@@ -71,6 +75,11 @@ struct DatabaseConfig {
 ///       max_notice_bytes      integer 0..16777216, default 8192: NOTICE and WARNING text
 ///                             kept per statement; notices past it are counted, not kept
 ///     pool_size           integer 1..256, default 4
+///     sqlite_read_only_wal  SQLite only: "existing_files" (default), "create_files"
+///                         or "immutable"; what read-only access does with a
+///                         database in WAL mode whose -wal and -shm files do
+///                         not both exist (see SqliteReadOnlyWal). An error on
+///                         a PostgreSQL database.
 ///   raw_path              boolean, default true. false: the raw path does not
 ///                         exist (raw() refuses; the MCP server does not list it).
 ///   catalog               string: path of the catalog of pinned queries

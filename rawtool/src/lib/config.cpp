@@ -114,10 +114,20 @@ AccessMode parse_access(const json& value, const std::string& field) {
   fail(field, "must be \"read_only\" or \"read_write\"");
 }
 
+SqliteReadOnlyWal parse_read_only_wal(const json& value, const std::string& field) {
+  const std::string s = detail::read_string(value, field);
+  for (const SqliteReadOnlyWal choice :
+       {SqliteReadOnlyWal::existing_files, SqliteReadOnlyWal::create_files, SqliteReadOnlyWal::immutable}) {
+    if (s == sqlite_read_only_wal_name(choice)) return choice;
+  }
+  fail(field, "must be \"existing_files\", \"create_files\" or \"immutable\"");
+}
+
 DatabaseConfig parse_database(const json& value, std::size_t index, const std::filesystem::path& base_dir) {
   std::string field = "databases[" + std::to_string(index) + "]";
   detail::require_object(value, field);
-  detail::reject_unknown_keys(value, {"label", "url", "path", "access", "limits", "pool_size"}, field);
+  detail::reject_unknown_keys(value, {"label", "url", "path", "access", "limits", "pool_size", "sqlite_read_only_wal"},
+                              field);
 
   auto url = value.find("url");
   auto path = value.find("path");
@@ -155,6 +165,11 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
   if (auto it = value.find("limits"); it != value.end()) db.limits = parse_limits(*it, member_field(field, "limits"));
   if (auto it = value.find("pool_size"); it != value.end()) {
     db.pool_size = static_cast<std::size_t>(detail::read_integer(*it, member_field(field, "pool_size"), 1, max_pool_size));
+  }
+  if (auto it = value.find("sqlite_read_only_wal"); it != value.end()) {
+    const std::string key = member_field(field, "sqlite_read_only_wal");
+    db.sqlite.read_only_wal = parse_read_only_wal(*it, key);
+    if (db.kind != TargetKind::sqlite_path) fail(key, "applies to SQLite databases only");
   }
   return db;
 }
@@ -253,6 +268,9 @@ void validate_config(const Config& config) {
     if (!valid_database_label(db.label)) fail(field + ".label", "must be 1 to 64 of A-Z a-z 0-9 _ . -");
     if (!labels.insert(db.label).second) fail(field + ".label", "repeats the label of an earlier database");
     if (db.kind == TargetKind::sqlite_path && db.target.empty()) fail(field + ".path", "must not be empty");
+    if (db.kind != TargetKind::sqlite_path && db.sqlite.read_only_wal != SqliteOptions{}.read_only_wal) {
+      fail(field + ".sqlite_read_only_wal", "applies to SQLite databases only");
+    }
     if (db.pool_size < 1 || db.pool_size > static_cast<std::size_t>(max_pool_size)) {
       fail(field + ".pool_size", "must be an integer from 1 to " + std::to_string(max_pool_size));
     }

@@ -69,7 +69,7 @@ Engine engine_of(const DatabaseConfig& db) {
 }
 
 std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
-  if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access);
+  if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access, db.sqlite);
   return make_postgres_driver(db.target);
 }
 

@@ -4,7 +4,7 @@
 // makes the server send and bare libpq reading the same statement, in the
 // same run.
 //
-//   RAWTOOL_TEST_PG_READER_URL=... memory_bench
+//   RAWTOOL_TEST_PG_READER_URL=... pg_memory_bench
 //   RAWTOOL_MEMORY_BENCH_ROW_BYTES=300000000 RAWTOOL_MEMORY_BENCH_ERROR_BYTES=200000000 (the defaults)
 //
 // Counters: peak_rss_MiB (the child's peak), message_MiB (the statement's
