@@ -260,18 +260,19 @@ public:
     return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
   }
 
+  /// Through execute, like health(): opening is checked the same way (a WAL
+  /// database read-only mode cannot read without making files is reported
+  /// with the refusal's words).
   std::variant<DatabaseReport, Unavailable> inspect() override {
-    if (auto unavailable = open_database()) return std::move(*unavailable);
+    Outcome outcome = execute("PRAGMA encoding", {}, Limits{}, AccessMode::read_only);
+    if (auto* unavailable = std::get_if<Unavailable>(&outcome)) return std::move(*unavailable);
+    if (const auto* refusal = std::get_if<Refusal>(&outcome)) return Unavailable{Untrusted(refusal->explanation)};
+    if (const auto* failure = std::get_if<Failure>(&outcome)) return Unavailable{failure->message};
     DatabaseReport report;
     report.engine = Engine::sqlite;
     report.server_version = owned_text(sqlite3_libversion());
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_, "PRAGMA encoding", -1, &raw, nullptr) == SQLITE_OK) {
-      Statement statement(raw);
-      if (sqlite3_step(raw) == SQLITE_ROW) {
-        report.encoding = owned_text(reinterpret_cast<const char*>(sqlite3_column_text(raw, 0)));
-      }
-    }
+    const Rows& rows = std::get<Rows>(outcome);
+    if (!rows.rows.empty() && !rows.rows[0].empty() && rows.rows[0][0]) report.encoding = *rows.rows[0][0];
     return report;
   }
 
@@ -610,7 +611,9 @@ private:
     const sqlite3_int64 changes_before = sqlite3_total_changes64(db_);
 
     int stepped = SQLITE_ROW;
+    std::uint64_t rows_seen = 0;  // for a failure after some rows: Failure::rows_before_failure
     while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) {
+      ++rows_seen;
       std::uint64_t row_bytes = 0;
       for (int c = 0; c < column_count; ++c) {
         const int type = sqlite3_column_type(statement, c);
@@ -642,7 +645,11 @@ private:
       budget.keep(std::move(row));
     }
     if (stepped == SQLITE_DONE) budget.reached_end();
-    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) return stopped(stepped);
+    if (stepped != SQLITE_ROW && stepped != SQLITE_DONE) {
+      Outcome outcome = stopped(stepped);
+      if (auto* failure = std::get_if<Failure>(&outcome)) failure->rows_before_failure = rows_seen;
+      return outcome;
+    }
     if (column_count == 0) {
       budget.set_rows_affected(static_cast<std::uint64_t>(sqlite3_total_changes64(db_) - changes_before));
     }

@@ -1043,3 +1043,16 @@ TEST_CASE("no sqlite statement changes a setting of the whole process, in either
     }
   }
 }
+
+TEST_CASE("sqlite rows stepped before a failure are counted in the failure", "[sqlite]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  // abs() of the smallest integer overflows: the third row fails after two were stepped.
+  const Failure failure = expect<Failure>(driver->execute(
+      "SELECT 'ROW_' || value, abs(CASE value WHEN 3 THEN -9223372036854775807 - 1 ELSE value END) "
+      "FROM (WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < 5) SELECT value FROM s)",
+      {}, Limits{}, AccessMode::read_only));
+  CHECK(failure.rows_before_failure == 2);
+  CHECK(bytes_of(failure.message) == "integer overflow");
+  CHECK(expect<Failure>(driver->execute("SELECT abs(-9223372036854775807 - 1)", {}, Limits{}, AccessMode::read_only))
+            .rows_before_failure == 0);
+}
