@@ -1,9 +1,11 @@
-// The READ_ONLY corpus (corpus/escapes.jsonl) through the real PostgreSQL
-// driver: each statement runs in read-only mode as a fresh login role with
-// ordinary write grants, after the entry's setup, and afterwards nothing
-// that lasts has changed: the data, the sequences, prepared transactions,
+// The READ_ONLY corpus (corpus/escapes.jsonl) through the real drivers. On
+// PostgreSQL each statement runs in read-only mode as a fresh login role with
+// ordinary write grants, after the entry's setup, and afterwards nothing that
+// lasts has changed: the data, the sequences, prepared transactions,
 // replication slots, statistics, roles, large objects, files, and no backend
-// of the role is still at work.
+// of the role is still at work. On SQLite each runs on a fresh database file
+// through a read-only driver, and afterwards every file in its folder is as
+// it was, byte for byte, and no file was added.
 #include "outcome_checks.hpp"
 #include "pg_server.hpp"
 #include "untrusted_bytes.hpp"
@@ -14,9 +16,13 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -151,4 +157,77 @@ TEST_CASE("no READ_ONLY corpus attempt leaves anything behind on PostgreSQL, or 
   std::filesystem::remove(file);
   drop_walk_objects();
   pg_admin("DROP TABLE walk_target; DROP SEQUENCE walk_seq");
+}
+
+namespace {
+
+/// Every file in `folder` and its bytes.
+std::map<std::string, std::string> files_in(const std::filesystem::path& folder) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    files[entry.path().filename().string()] = std::move(bytes).str();
+  }
+  return files;
+}
+
+void sqlite_run(const std::filesystem::path& database, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(database.c_str(), &db) == SQLITE_OK);
+  char* complaint = nullptr;
+  const int ran = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &complaint);
+  INFO(sql << ": " << (complaint == nullptr ? "" : complaint));
+  sqlite3_free(complaint);
+  sqlite3_close(db);
+  REQUIRE(ran == SQLITE_OK);
+}
+
+}  // namespace
+
+TEST_CASE("no READ_ONLY corpus attempt leaves anything behind on SQLite, or takes more than its limits",
+          "[sqlite][read_only][corpus]") {
+  const auto folder = std::filesystem::temp_directory_path() / fmt::format("rawtool-escapes-walk-{}", getpid());
+  std::size_t walked = 0;
+  for (const EscapeCase& c : rawtool::corpus::load_escapes()) {
+    if (c.engine != rawtool::Engine::sqlite) continue;
+    INFO(c.source << " " << c.name << ": " << c.sql);
+    std::filesystem::remove_all(folder);
+    std::filesystem::create_directories(folder);
+    const auto database = folder / "walk.db";
+    const std::string file = (folder / "walk-made.db").string();
+    sqlite_run(database, "CREATE TABLE walk_target (x INTEGER, y TEXT); CREATE INDEX walk_target_x ON walk_target (x); "
+                         "INSERT INTO walk_target (x) VALUES (1), (2)");
+    for (const std::string& step : c.setup) sqlite_run(database, substitute(step, file));
+    const auto before = files_in(folder);
+
+    Limits limits;
+    if (c.statement_timeout_ms) limits.statement_timeout = std::chrono::milliseconds(*c.statement_timeout_ms);
+    {
+      auto driver = rawtool::make_sqlite_driver(database.string(), AccessMode::read_only);
+      const Outcome outcome = driver->execute(substitute(c.sql, file), {}, limits, AccessMode::read_only);
+      CHECK_FALSE(std::holds_alternative<rawtool::Unavailable>(outcome));
+      if (c.expect == EscapeExpect::refused) {
+        const auto& refusal = expect<rawtool::Refusal>(outcome);
+        if (c.reason) CHECK(refusal.reason == *c.reason);
+        CHECK(refusal.explanation.find("walk") == std::string::npos);
+      } else if (c.outcome == EscapeOutcome::rows) {
+        expect<rawtool::Rows>(outcome);
+      } else if (c.outcome == EscapeOutcome::failure) {
+        expect<rawtool::Failure>(outcome);
+      } else if (c.outcome == EscapeOutcome::refusal) {
+        expect<rawtool::Refusal>(outcome);
+      }
+      // The next call on the same driver is an ordinary read-only call.
+      CHECK(rawtool::test::refusal_reason(driver->execute("DELETE FROM walk_target", {}, Limits{}, AccessMode::read_only)) ==
+            rawtool::RefusalReason::read_only);
+      CHECK(std::holds_alternative<rawtool::Rows>(driver->execute("SELECT x FROM walk_target", {}, Limits{}, AccessMode::read_only)));
+    }
+    CHECK(files_in(folder) == before);
+    CHECK_FALSE(std::filesystem::exists(file));
+    ++walked;
+  }
+  CHECK(walked >= 25);
+  std::filesystem::remove_all(folder);
 }
