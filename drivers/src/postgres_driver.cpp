@@ -103,7 +103,8 @@ constexpr milliseconds client_check_interval{1000};
 /// it has read, and only closing the connection gives that memory back.
 constexpr std::uint64_t keep_connection_below_bytes = 8 * 1024 * 1024;
 
-Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
+Refusal refuse(RefusalReason reason, Trusted explanation) { return Refusal{reason, std::move(explanation)}; }
+Refusal refuse(RefusalReason reason, Literal explanation) { return Refusal{reason, explanation}; }
 
 Untrusted text_of(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
 
@@ -1268,8 +1269,8 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     // nowhere; how many there were is said, so that none vanishes unmentioned.
     const std::uint64_t raised = call.notices.kept.size() + call.notices.withheld;
     if (raised != 0)
-      refusal->explanation += fmt::format(" It raised {} notice{} before it stopped; a stopped statement's notices are not shown.",
-                                          raised, raised == 1 ? "" : "s");
+      refusal->explanation += Trusted::format(" It raised {} notice{} before it stopped; a stopped statement's notices are not shown.",
+                                              raised, raised == 1 ? Literal("") : Literal("s"));
   }
   const bool ended_transaction = read_only && (call.wrapping.withheld != 0 || !call.wrapping.kept.empty());
 
@@ -1290,11 +1291,11 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     const bool cancelled = cancel_requested_.load();
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
-                  fmt::format("The statement {} and did not stop when the server was asked to cancel it; {}",
-                              cancelled ? "was cancelled" : "ran past its time limit",
-                              ended ? "rawtool ended its server session."
-                                    : "rawtool closed its connection but could not confirm that the server ended the "
-                                      "session."));
+                  Trusted::format("The statement {} and did not stop when the server was asked to cancel it; {}",
+                                  cancelled ? Literal("was cancelled") : Literal("ran past its time limit"),
+                                  ended ? Literal("rawtool ended its server session.")
+                                        : Literal("rawtool closed its connection but could not confirm that the server "
+                                                  "ended the session.")));
   }
   PQexitPipelineMode(conn_);
   if (!cancels_->settle(client_grace)) {

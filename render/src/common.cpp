@@ -121,8 +121,8 @@ std::size_t count_occurrences(std::string_view text, std::string_view needle) {
 }
 }  // namespace
 
-std::string self_check(std::string_view text, const std::vector<NonceUse>& nonces) {
-  if (!text.empty() && text.back() != '\n') return "the text does not end with a line feed";
+Trusted self_check(std::string_view text, const std::vector<NonceUse>& nonces) {
+  if (!text.empty() && text.back() != '\n') return Literal("the text does not end with a line feed");
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   std::size_t line_start = 0;
@@ -130,7 +130,7 @@ std::string self_check(std::string_view text, const std::vector<NonceUse>& nonce
   for (std::size_t i = 0; i < n;) {
     if (i == line_start) {
       const auto lf = text.find('\n', i);
-      if (!known_line_prefix(text.substr(i, lf - i))) return fmt::format("line {} does not begin with a prefix the renderer writes", line_number);
+      if (!known_line_prefix(text.substr(i, lf - i))) return Trusted::format("line {} does not begin with a prefix the renderer writes", line_number);
     }
     const unsigned char b = p[i];
     if (b == '\n') {
@@ -139,21 +139,21 @@ std::string self_check(std::string_view text, const std::vector<NonceUse>& nonce
       continue;
     }
     if (b < 0x80) {
-      if (b < 0x20 || b == 0x7F) return fmt::format("line {} holds a raw control byte", line_number);
+      if (b < 0x20 || b == 0x7F) return Trusted::format("line {} holds a raw control byte", line_number);
       ++i;
       continue;
     }
     char32_t cp = 0;
     const std::size_t len = decode_utf8(p + i, n - i, cp);
-    if (len == 0) return fmt::format("line {} is not valid UTF-8", line_number);
+    if (len == 0) return Trusted::format("line {} is not valid UTF-8", line_number);
     const auto cls = code_point_class(cp);
-    if (cls == CodePointClass::escape) return fmt::format("line {} holds a raw code point of the escape set", line_number);
+    if (cls == CodePointClass::escape) return Trusted::format("line {} holds a raw code point of the escape set", line_number);
     if (cls == CodePointClass::combining && i == line_start + 2 && text.substr(line_start, 2) == "> ")
-      return fmt::format("line {} opens its quote with a combining mark", line_number);
+      return Trusted::format("line {} opens its quote with a combining mark", line_number);
     i += len;
   }
   for (const auto& [nonce, expected] : nonces)
-    if (count_occurrences(text, nonce) != expected) return "a nonce occurs outside its markers";
+    if (count_occurrences(text, nonce) != expected) return Literal("a nonce occurs outside its markers");
   return {};
 }
 

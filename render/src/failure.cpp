@@ -198,7 +198,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
                               options.budget),
                   t.size());
   if (auto problem = detail::self_check(t, {{nonce, 2}}); !problem.empty())
-    return refuse(f, provenance, options, RefusalReason::self_check_failed, "the rendered text failed rawtool's own check (" + problem + ")", t.size());
+    return refuse(f, provenance, options, RefusalReason::self_check_failed, "the rendered text failed rawtool's own check (" + problem.str() + ")", t.size());
 
   nlohmann::json& s = r.structured;
   s = {

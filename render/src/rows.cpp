@@ -97,7 +97,8 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
                    rows.truncation == Truncation::none ? "yes" : "no", truncation_name(rows.truncation), detail::elapsed_ms_text(provenance));
 
   if (auto problem = detail::self_check(t, {{nonce, rows.notices.empty() ? 1U : 3U}}); !problem.empty())
-    return render_refusal(Refusal{RefusalReason::self_check_failed, "the rendered rows failed rawtool's own check (" + problem + "); none of them is shown"},
+    return render_refusal(Refusal{RefusalReason::self_check_failed,
+                                  Trusted::format("the rendered rows failed rawtool's own check ({}); none of them is shown", problem)},
                           provenance);
 
   nlohmann::json columns = nlohmann::json::array();

@@ -73,7 +73,7 @@ Rendered render_status(Status status, const Provenance& provenance, std::string_
   };
   detail::add_provenance(r.structured, provenance);
   if (auto problem = detail::self_check(r.text, {}); !problem.empty())
-    throw std::invalid_argument("render_status: the provenance holds text rawtool cannot show (" + problem + ")");
+    throw std::invalid_argument("render_status: the provenance holds text rawtool cannot show (" + problem.str() + ")");
   return r;
 }
 
@@ -85,11 +85,11 @@ Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
                   engine_name(provenance.engine), provenance.database_label);
   // The explanation is rawtool's own text; it is still escaped, so that a
   // mistake upstream cannot put a raw control or a line of its own here.
-  detail::quote_lines(t, refusal.explanation, "rawtool: ", false);
+  detail::quote_lines(t, refusal.explanation.view(), "rawtool: ", false);
   r.structured = {
       {"kind", "refusal"},
       {"reason", std::string(refusal_reason_name(refusal.reason))},
-      {"explanation", refusal.explanation},
+      {"explanation", refusal.explanation.str()},
   };
   detail::add_provenance(r.structured, provenance);
   return r;

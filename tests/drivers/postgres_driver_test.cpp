@@ -377,9 +377,10 @@ TEST_CASE("cancel from another thread stops a running statement and the next cal
   const auto url = pg_url();
   if (!url) return;
   auto driver = superuser_driver(*url);
+  const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
     auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)", {}, mode); });
-    std::this_thread::sleep_for(300ms);
+    rawtool::test::wait_until_sleeping(pid);
     const auto started = std::chrono::steady_clock::now();
     driver->cancel();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
@@ -397,7 +398,7 @@ TEST_CASE("a connection terminated mid-statement is unavailable, and the next ca
   auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)"); });
-  std::this_thread::sleep_for(300ms);
+  rawtool::test::wait_until_sleeping(pid);
   pg_admin("SELECT pg_terminate_backend(" + pid + ")");
   REQUIRE(running.wait_for(5s) == std::future_status::ready);
   expect<Unavailable>(running.get());
@@ -410,8 +411,7 @@ TEST_CASE("a connection terminated between calls is replaced before the next sta
   if (!url) return;
   auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
-  pg_admin("SELECT pg_terminate_backend(" + pid + ")");
-  std::this_thread::sleep_for(200ms);
+  pg_admin("SELECT pg_terminate_backend(" + pid + ", 5000)");  // returns once the backend has ended
   const std::string next_pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   CHECK(next_pid != pid);
   CHECK(driver->health() == rawtool::Health::ok);

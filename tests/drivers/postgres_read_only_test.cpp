@@ -229,8 +229,9 @@ TEST_CASE("a statement that catches its cancel is ended from a second connection
     CHECK(still_running() == "0");
   }
   // A cancel from the caller ends it the same way, within a grace of the cancel.
+  const std::string pid = cell(driver->execute("SELECT pg_backend_pid()", {}, Limits{}, AccessMode::read_only));
   auto running = std::async(std::launch::async, [&] { return driver->execute(swallow, {}, Limits{}, AccessMode::read_only); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  rawtool::test::wait_until_sleeping(pid);
   const auto cancelled_at = std::chrono::steady_clock::now();
   driver->cancel();
   REQUIRE(running.wait_for(std::chrono::seconds(6)) == std::future_status::ready);

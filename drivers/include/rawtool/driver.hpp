@@ -78,7 +78,7 @@ struct Hazard {
   /// True when read-only mode refuses every statement while it holds.
   bool refused = false;
   /// rawtool's own words: what it allows and how to remove it.
-  std::string explanation;
+  Trusted explanation;
   /// The roles, functions or settings involved, as the server names them.
   std::vector<Untrusted> names;
 };

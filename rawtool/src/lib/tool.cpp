@@ -337,8 +337,8 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   }
   if (sql.size() > db->config.limits.max_statement_bytes) {
     return to_reply(render::render_refusal(Refusal{RefusalReason::limit,
-                                                   fmt::format("The statement is {} bytes; the limit is {} bytes.",
-                                                               sql.size(), db->config.limits.max_statement_bytes)},
+                                                   Trusted::format("The statement is {} bytes; the limit is {} bytes.",
+                                                                   sql.size(), db->config.limits.max_statement_bytes)},
                                            provenance),
                     true);
   }
@@ -434,7 +434,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
     return m.certified_status(status, provenance, query->name, "failure", render::failure_log_record(*failure));
   }
   if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
-    nlohmann::json record = {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation}};
+    nlohmann::json record = {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation.str()}};
     m.log_call(provenance, "refusal", render::status_name(status_for_refusal(*refusal)));
     return m.certified_status(status_for_refusal(*refusal), provenance, query->name, "refusal", std::move(record));
   }

@@ -84,9 +84,9 @@ public:
     provenance.engine = database.kind == TargetKind::postgresql ? Engine::postgresql : Engine::sqlite;
     provenance.database_label = database.label;
     const Refusal refusal{RefusalReason::limit,
-                          "the reply would be " + std::to_string(bytes) +
-                              " bytes on the wire, over the MCP transport's limit; lower the row or byte limits or "
-                              "select fewer rows"};
+                          Trusted::format("the reply would be {} bytes on the wire, over the MCP transport's limit; "
+                                          "lower the row or byte limits or select fewer rows",
+                                          bytes)};
     auto rendered = render::render_refusal(refusal, provenance);
     return CallReply{std::move(rendered.text), std::move(rendered.structured), true};
   }

@@ -57,8 +57,8 @@ using NonceUse = std::pair<std::string, std::size_t>;
 /// line begins with a prefix the renderer writes; the text is valid UTF-8; no
 /// code point of the escape set stands raw (LF aside), and no combining mark
 /// follows a "> " prefix; every nonce occurs exactly as often as expected.
-/// Returns the first problem found, or an empty string.
-std::string self_check(std::string_view text, const std::vector<NonceUse>& nonces);
+/// Returns the first problem found, in rawtool's words, or empty text.
+Trusted self_check(std::string_view text, const std::vector<NonceUse>& nonces);
 
 /// True when `line` (without its LF) is a label line the renderer writes:
 /// ^[a-z][a-z0-9 _]*:$
