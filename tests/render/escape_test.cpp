@@ -1,8 +1,6 @@
 #include <rawtool/render/escape.hpp>
 
 #include "detail/escape.hpp"
-#include "detail/tables.hpp"
-#include "detail/utf8.hpp"
 #include "oracle.hpp"
 
 #include <catch2/catch.hpp>
@@ -231,64 +229,13 @@ TEST_CASE("the bulk path and the per-byte path agree at every offset", "[render]
   }
 }
 
-// The escape grammar written the plain way, one code point at a time, straight
-// from its definition in rawtool/render/escape.hpp. The renderer's bulk paths
-// must write exactly these bytes: the grammar's output is a contract, so a
-// faster path may not change it by a single byte.
+// The renderer's output is compared byte for byte with the oracle's plain
+// definition of the grammar (rawtool::test::reference_escape), which reads
+// the escape set from the Unicode data files itself.
 namespace {
 
-std::string reference_hex(std::uint32_t value, int digits) {
-  std::string s;
-  for (int k = digits - 1; k >= 0; --k) s.push_back("0123456789ABCDEF"[(value >> (4 * k)) & 0xF]);
-  return s;
-}
-
-std::string reference_escape(std::string_view bytes, EscapeContext context, bool ascii_only) {
-  using rawtool::render::detail::CodePointClass;
-  std::string out;
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (std::size_t i = 0; i < bytes.size();) {
-    const unsigned char b = p[i];
-    if (b < 0x80) {
-      switch (b) {
-        case '\\': out += "\\\\"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        case '\n': out += "\\n"; break;
-        case '"': out += context == EscapeContext::cell ? "\\\"" : "\""; break;
-        default: out += b < 0x20 || b == 0x7F ? "\\x" + reference_hex(b, 2) : std::string(1, static_cast<char>(b));
-      }
-      ++i;
-      continue;
-    }
-    char32_t cp = 0;
-    const std::size_t len = rawtool::render::detail::decode_utf8(p + i, bytes.size() - i, cp);
-    if (len == 0) {
-      out += "\\x" + reference_hex(b, 2);
-      ++i;
-      continue;
-    }
-    const CodePointClass cls = rawtool::render::detail::code_point_class(cp);
-    if (ascii_only || cls == CodePointClass::escape || (cls == CodePointClass::combining && i == 0))
-      out += "\\u{" + reference_hex(static_cast<std::uint32_t>(cp), cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4) + "}";
-    else
-      out.append(bytes.substr(i, len));
-    i += len;
-  }
-  return out;
-}
-
-std::string reference_quote(std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  std::string out;
-  for (;;) {
-    const std::size_t lf = bytes.find('\n');
-    out.append(prefix);
-    out += reference_escape(bytes.substr(0, lf), EscapeContext::line, ascii_only);
-    out += '\n';
-    if (lf == std::string_view::npos) return out;
-    bytes.remove_prefix(lf + 1);
-  }
-}
+using rawtool::test::reference_escape;
+using rawtool::test::reference_quote;
 
 std::string quoted_with(const std::string& bytes, std::string_view prefix, bool ascii_only) {
   std::string out;
@@ -299,8 +246,12 @@ std::string quoted_with(const std::string& bytes, std::string_view prefix, bool 
 }
 
 std::string hex_dump(const std::string& bytes) {
+  static constexpr char digits[] = "0123456789ABCDEF";
   std::string s;
-  for (char c : bytes) s += reference_hex(static_cast<unsigned char>(c), 2) + " ";
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    s += {digits[b >> 4], digits[b & 0xF], ' '};
+  }
   return s;
 }
 
