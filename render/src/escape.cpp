@@ -9,13 +9,6 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL 1
-#include <immintrin.h>
-#else
-#define RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL 0
-#endif
-
 namespace rawtool::render::detail {
 namespace {
 
@@ -177,94 +170,18 @@ constexpr std::uint32_t escaped_classes(bool at_line_start) { return at_line_sta
 
 }  // namespace
 
-// The portable kernel: what the build targets, on every machine.
-namespace portable {
-#define RAWTOOL_ESCAPE_KERNEL_BMI2 0
-#include "escape_kernel.inc"
-#undef RAWTOOL_ESCAPE_KERNEL_BMI2
-}  // namespace portable
-
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-// The same loops for x86-64 processors with AVX2, BMI1 and BMI2 (Intel from
-// 2013 on, AMD from 2015 on): three-operand vector instructions, shifts by a
-// register without the CL dance, and PEXT to gather a code point's bits.
-// Only this namespace is compiled for them; what it calls from elsewhere is
-// inlined into it or stays portable code.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,bmi,bmi2,popcnt"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,bmi,bmi2,popcnt")
-#endif
-namespace avx2_bmi2 {
-#define RAWTOOL_ESCAPE_KERNEL_BMI2 1
-#include "escape_kernel.inc"
-#undef RAWTOOL_ESCAPE_KERNEL_BMI2
-}  // namespace avx2_bmi2
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-#endif
-
 namespace {
-
-// Which kernel this machine runs. PEXT is microcoded, and slow, on AMD
-// processors before Zen 3, so those keep the portable kernel.
-EscapeKernel choose_kernel() noexcept {
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-  if (escape_kernel_runs_here(EscapeKernel::avx2_bmi2) && (!__builtin_cpu_is("amd") || __builtin_cpu_is("znver3"))) return EscapeKernel::avx2_bmi2;
-#endif
-  return EscapeKernel::portable;
-}
-
+#include "escape_kernel.inc"
 }  // namespace
 
-bool escape_kernel_runs_here(EscapeKernel kernel) noexcept {
-  switch (kernel) {
-    case EscapeKernel::portable:
-      return true;
-    case EscapeKernel::avx2_bmi2:
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
-#else
-      return false;
-#endif
-  }
-  return false;
-}
-
-EscapeKernel escape_kernel() noexcept {
-  static const EscapeKernel selected = choose_kernel();
-  return selected;
-}
-
-void escape_bytes_with(EscapeKernel kernel, std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
-  out.reserve(out.size() + bytes.size() + 8);
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-  if (kernel == EscapeKernel::avx2_bmi2) return avx2_bmi2::escape_bytes(out, bytes, context, ascii_only);
-#endif
-  (void)kernel;
-  portable::escape_bytes(out, bytes, context, ascii_only);
-}
-
-void quote_lines_with(EscapeKernel kernel, std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-  if (kernel == EscapeKernel::avx2_bmi2) return avx2_bmi2::quote_lines(out, bytes, prefix, ascii_only);
-#endif
-  (void)kernel;
-  portable::quote_lines(out, bytes, prefix, ascii_only);
-}
-
 void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
-  escape_bytes_with(escape_kernel(), out, bytes, context, ascii_only);
+  out.reserve(out.size() + bytes.size() + 8);
+  escape_bytes_portable(out, bytes, context, ascii_only);
 }
 
 void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  quote_lines_with(escape_kernel(), out, bytes, prefix, ascii_only);
+  out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
+  quote_lines_portable(out, bytes, prefix, ascii_only);
 }
 
 }  // namespace rawtool::render::detail

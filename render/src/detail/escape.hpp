@@ -24,23 +24,6 @@ void escape_bytes(std::string& out, std::string_view bytes, EscapeContext contex
 /// Appends `bytes` split on LF, each line as `prefix` + escaped line + LF.
 void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only);
 
-/// The escape loops this build holds. Each writes the same bytes: `portable`
-/// is compiled for what the build targets; `avx2_bmi2`, on x86-64 only, for
-/// processors with AVX2, BMI1 and BMI2. The first two functions above use
-/// the one escape_kernel() names, chosen once for the machine.
-enum class EscapeKernel { portable, avx2_bmi2 };
-
-/// True when this build holds `kernel` and the processor can run it.
-bool escape_kernel_runs_here(EscapeKernel kernel) noexcept;
-
-/// The kernel escape_bytes and quote_lines use.
-EscapeKernel escape_kernel() noexcept;
-
-/// escape_bytes and quote_lines with a given kernel, which must run here
-/// (for tests and benchmarks, which compare the kernels).
-void escape_bytes_with(EscapeKernel kernel, std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only);
-void quote_lines_with(EscapeKernel kernel, std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only);
-
 /// True for the ASCII bytes the grammar copies as they are: 0x20..0x7E but
 /// backslash, and but '"' in a cell.
 constexpr bool is_plain_ascii(unsigned char b, bool cell) noexcept {
