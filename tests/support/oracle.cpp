@@ -1,23 +1,83 @@
 #include "oracle.hpp"
 
-// The Unicode escape set comes from the renderer's generated table (through
-// the private render/src/detail header), so the oracle and the renderer agree
-// on one set built from the Unicode Character Database; the table itself is
-// pinned by the render tests against code points the UCD classifies. The
-// UTF-8 decoding and the grammar parsing below are written independently of
-// render/, so that a bug there is not mirrored here.
-#include "detail/tables.hpp"
+// Written independently of render/, so that a bug there is not mirrored
+// here: the escape set is read from the Unicode data files (not from the
+// table render/tools/generate_tables.cpp makes of them), and the UTF-8
+// decoding and the grammar parsing are the oracle's own.
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 namespace rawtool::test {
 
 namespace {
 
-using render::detail::CodePointClass;
-using render::detail::code_point_class;
+// The files' lines are "CODE[..CODE] ; VALUE # comment". Calls
+// each(first, last, value) for every such line of `path`.
+template <typename Each>
+void read_ucd_ranges(const char* path, Each each) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(std::string("oracle: cannot read the Unicode data file ") + path);
+  const auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+  };
+  const auto code_point = [&](std::string_view hex) {
+    if (hex.empty() || hex.size() > 6) throw std::runtime_error(std::string("oracle: a malformed code point in ") + path);
+    char32_t cp = 0;
+    for (const char c : hex) {
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) throw std::runtime_error(std::string("oracle: a malformed code point in ") + path);
+      cp = cp * 16 + static_cast<char32_t>(d);
+    }
+    if (cp > 0x10FFFF) throw std::runtime_error(std::string("oracle: a code point past U+10FFFF in ") + path);
+    return cp;
+  };
+  for (std::string line; std::getline(in, line);) {
+    std::string_view data = line;
+    data = trim(data.substr(0, data.find('#')));
+    if (data.empty()) continue;
+    const auto semicolon = data.find(';');
+    if (semicolon == std::string_view::npos) throw std::runtime_error(std::string("oracle: a line without ';' in ") + path);
+    const std::string_view range = trim(data.substr(0, semicolon));
+    const auto dots = range.find("..");
+    const char32_t first = code_point(range.substr(0, dots));
+    const char32_t last = dots == std::string_view::npos ? first : code_point(range.substr(dots + 2));
+    each(first, last, trim(data.substr(semicolon + 1)));
+  }
+}
+
+#ifndef RAWTOOL_TEST_UCD_GENERAL_CATEGORY
+#error "the build names the Unicode data files (RAWTOOL_TEST_UCD_GENERAL_CATEGORY, RAWTOOL_TEST_UCD_CORE_PROPERTIES)"
+#endif
+
+// The rule of every code point, from the grammar's definition.
+std::vector<CodePointRule> load_rules() {
+  // A code point the file does not list is unassigned (Cn), which is escaped.
+  std::vector<CodePointRule> rules(0x110000, CodePointRule::escaped);
+  read_ucd_ranges(RAWTOOL_TEST_UCD_GENERAL_CATEGORY, [&](char32_t first, char32_t last, std::string_view category) {
+    static const std::array<std::string_view, 7> escaped = {"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"};
+    for (char32_t cp = first; cp <= last; ++cp) {
+      if (std::find(escaped.begin(), escaped.end(), category) != escaped.end() || (category == "Zs" && cp != 0x20))
+        rules[cp] = CodePointRule::escaped;
+      else if (category == "Mn" || category == "Mc" || category == "Me")
+        rules[cp] = CodePointRule::escaped_at_start;
+      else
+        rules[cp] = CodePointRule::copied;
+    }
+  });
+  read_ucd_ranges(RAWTOOL_TEST_UCD_CORE_PROPERTIES, [&](char32_t first, char32_t last, std::string_view property) {
+    if (property != "Default_Ignorable_Code_Point") return;
+    for (char32_t cp = first; cp <= last; ++cp) rules[cp] = CodePointRule::escaped;
+  });
+  return rules;
+}
 
 // Strict UTF-8 (RFC 3629 table 3-7), by explicit byte ranges.
 std::size_t utf8_sequence(std::string_view s, std::size_t i, char32_t& cp) {
@@ -72,7 +132,13 @@ int upper_hex(char c) {
 
 bool starts_with_combining_mark(std::string_view s) {
   char32_t cp = 0;
-  return !s.empty() && utf8_sequence(s, 0, cp) != 0 && code_point_class(cp) == CodePointClass::combining;
+  return !s.empty() && utf8_sequence(s, 0, cp) != 0 && code_point_rule(cp) == CodePointRule::escaped_at_start;
+}
+
+std::string upper_hex_digits(std::uint32_t value, int digits) {
+  std::string s;
+  for (int k = digits - 1; k >= 0; --k) s.push_back("0123456789ABCDEF"[(value >> (4 * k)) & 0xF]);
+  return s;
 }
 
 bool is_lower_hex(std::string_view s) {
@@ -185,6 +251,56 @@ std::size_t occurrences(std::string_view text, std::string_view needle) {
 
 }  // namespace
 
+CodePointRule code_point_rule(char32_t cp) {
+  static const std::vector<CodePointRule> rules = load_rules();
+  return rules.at(cp);
+}
+
+std::string reference_escape(std::string_view bytes, render::EscapeContext context, bool ascii_only) {
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (b < 0x80) {
+      switch (b) {
+        case '\\': out += "\\\\"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        case '\n': out += "\\n"; break;
+        case '"': out += context == render::EscapeContext::cell ? "\\\"" : "\""; break;
+        default: out += b < 0x20 || b == 0x7F ? "\\x" + upper_hex_digits(b, 2) : std::string(1, static_cast<char>(b));
+      }
+      ++i;
+      continue;
+    }
+    char32_t cp = 0;
+    const std::size_t length = utf8_sequence(bytes, i, cp);
+    if (length == 0) {
+      out += "\\x" + upper_hex_digits(b, 2);
+      ++i;
+      continue;
+    }
+    const CodePointRule rule = code_point_rule(cp);
+    if (ascii_only || rule == CodePointRule::escaped || (rule == CodePointRule::escaped_at_start && i == 0))
+      out += "\\u{" + upper_hex_digits(static_cast<std::uint32_t>(cp), cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4) + "}";
+    else
+      out.append(bytes.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
+std::string reference_quote(std::string_view bytes, std::string_view prefix, bool ascii_only) {
+  std::string out;
+  for (;;) {
+    const std::size_t lf = bytes.find('\n');
+    out.append(prefix);
+    out += reference_escape(bytes.substr(0, lf), render::EscapeContext::line, ascii_only);
+    out += '\n';
+    if (lf == std::string_view::npos) return out;
+    bytes.remove_prefix(lf + 1);
+  }
+}
+
 std::optional<std::string> decode_escapes(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -238,7 +354,7 @@ std::optional<std::string> decode_escapes(std::string_view s) {
     }
     char32_t cp = 0;
     const std::size_t len = utf8_sequence(s, i, cp);
-    if (len == 0 || code_point_class(cp) == CodePointClass::escape) return std::nullopt;
+    if (len == 0 || code_point_rule(cp) == CodePointRule::escaped) return std::nullopt;
     out.append(s.substr(i, len));
     i += len;
   }
@@ -259,7 +375,7 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
     }
     if (cp == '\n') {
       ++line;
-    } else if (cp < 0x20 || cp == 0x7F || code_point_class(cp) == CodePointClass::escape) {
+    } else if (cp < 0x20 || cp == 0x7F || code_point_rule(cp) == CodePointRule::escaped) {
       problems.push_back("line " + std::to_string(line) + ": raw code point U+" + std::to_string(static_cast<std::uint32_t>(cp)) + " of the escape set");
     }
     i += len;
