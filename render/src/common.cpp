@@ -78,21 +78,21 @@ std::string elapsed_ms_text(const Provenance& provenance) { return fmt::format("
 
 std::string path_text(const Provenance& provenance) {
   if (provenance.path == PathKind::raw) return "raw (uncertified)";
-  return fmt::format("certified {}@{}", provenance.certified_name, provenance.catalog_hash.substr(0, 12));
+  return fmt::format("certified {}@{}", provenance.certified_name.str(), provenance.catalog_hash.view().substr(0, 12));
 }
 
 void add_provenance(nlohmann::json& object, const Provenance& provenance) {
   nlohmann::json p = {
       {"engine", std::string(engine_name(provenance.engine))},
-      {"database", provenance.database_label},
+      {"database", provenance.database_label.str()},
       {"elapsed_ms", elapsed_ms(provenance)},
   };
   if (provenance.path == PathKind::raw) {
     p["path"] = "raw";
     object["raw_provenance"] = std::move(p);
   } else {
-    p["query"] = provenance.certified_name;
-    p["catalog_sha256"] = provenance.catalog_hash;
+    p["query"] = provenance.certified_name.str();
+    p["catalog_sha256"] = provenance.catalog_hash.str();
     object["certified_provenance"] = std::move(p);
   }
 }

@@ -102,7 +102,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
   std::string& t = r.text;
   t += fmt::format("rawtool: the database's reply to your statement is withheld: {}.\n", why);
   t += fmt::format("rawtool: refusal; reason={}; path={}; engine={}; database={}", refusal_reason_name(reason), detail::path_text(provenance),
-                   engine_name(provenance.engine), provenance.database_label);
+                   engine_name(provenance.engine), provenance.database_label.str());
   if (code_ok) t += fmt::format("; sqlstate={}", sqlstate_text(code));
   t += fmt::format("; untrusted_bytes={}; rendered_bytes={}; budget={}; withheld_sha256={}", untrusted_bytes,
                    rendered_bytes ? fmt::format("{}", *rendered_bytes) : std::string("not rendered"), options.budget, digest);
@@ -166,7 +166,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   std::string& t = r.text;
   t.reserve(shown_untrusted_bytes(f, options) * 2 + 1024);
 
-  t += fmt::format("rawtool: raw query failed; engine={}; database={}", engine_name(f.engine), provenance.database_label);
+  t += fmt::format("rawtool: raw query failed; engine={}; database={}", engine_name(f.engine), provenance.database_label.str());
   const std::string_view code = bytes(f.sqlstate);
   if (!code.empty()) t += fmt::format("; sqlstate={}", sqlstate_text(code));
   if (f.sqlite_code) t += fmt::format("; sqlite_code={} ({})", *f.sqlite_code, detail::sqlite_code_name(*f.sqlite_code));

@@ -93,7 +93,7 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
   if (rows.truncation != Truncation::none) t += left_out_text(rows);
   append_notices_section(t, rows, nonce, options);
   t += fmt::format("rawtool: end of rows, nonce {}; path={}; engine={}; database={}; rows={}; complete={}; truncation={}; elapsed_ms={}\n", nonce,
-                   detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label, rows.rows.size(),
+                   detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), rows.rows.size(),
                    rows.truncation == Truncation::none ? "yes" : "no", truncation_name(rows.truncation), detail::elapsed_ms_text(provenance));
 
   if (auto problem = detail::self_check(t, {{nonce, rows.notices.empty() ? 1U : 3U}}); !problem.empty())

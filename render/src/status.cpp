@@ -63,8 +63,8 @@ Rendered render_status(Status status, const Provenance& provenance, std::string_
       "rawtool: certified query failed; status={}; query={}; reference={}\n"
       "rawtool: {}. The certified path shows no database text; an operator can find the details in the server log under the reference.\n"
       "rawtool: end of reply; path={}; engine={}; database={}; elapsed_ms={}\n",
-      status_name(status), provenance.certified_name, log_reference, explanation(status), detail::path_text(provenance),
-      engine_name(provenance.engine), provenance.database_label, detail::elapsed_ms_text(provenance));
+      status_name(status), provenance.certified_name.str(), log_reference, explanation(status), detail::path_text(provenance),
+      engine_name(provenance.engine), provenance.database_label.str(), detail::elapsed_ms_text(provenance));
   r.structured = {
       {"kind", "certified_status"},
       {"status", std::string(status_name(status))},
@@ -82,7 +82,7 @@ Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
   r.refused = true;
   std::string& t = r.text;
   t = fmt::format("rawtool: refused; reason={}; path={}; engine={}; database={}\n", refusal_reason_name(refusal.reason), detail::path_text(provenance),
-                  engine_name(provenance.engine), provenance.database_label);
+                  engine_name(provenance.engine), provenance.database_label.str());
   // The explanation is rawtool's own text; it is still escaped, so that a
   // mistake upstream cannot put a raw control or a line of its own here.
   detail::quote_lines(t, refusal.explanation.view(), "rawtool: ", false);

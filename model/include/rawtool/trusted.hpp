@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -34,6 +35,12 @@ public:
     if (!valid(text)) return std::nullopt;
     return Label(std::string(text));
   }
+  /// A name rawtool validated earlier (a configured label, a catalog name):
+  /// throws std::logic_error when it breaks the grammar after all, a bug.
+  static Label checked(std::string_view text) {
+    if (!valid(text)) throw std::logic_error("rawtool::Label: a name that was validated earlier breaks the grammar");
+    return Label(std::string(text));
+  }
   /// True when `text` matches ^[A-Za-z0-9_.-]{1,64}$.
   static bool valid(std::string_view text) noexcept {
     return !text.empty() && text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -42,6 +49,12 @@ public:
   }
 
   Label() = default;  ///< empty: no label (a provenance field that does not apply)
+  /// A label written in rawtool's source or a test; checked like any other.
+  /// Throws std::invalid_argument when it breaks the grammar (a bug, not input).
+  template <std::size_t N>
+  Label(const char (&text)[N]) : text_(text, N - 1) {  // NOLINT: implicit, for literals
+    if (!valid(text_)) throw std::invalid_argument("rawtool::Label: not 1 to 64 of [A-Za-z0-9_.-]");
+  }
   [[nodiscard]] const std::string& str() const noexcept { return text_; }
   [[nodiscard]] std::string_view view() const noexcept { return text_; }
   [[nodiscard]] bool empty() const noexcept { return text_.empty(); }
