@@ -26,9 +26,6 @@ std::string to_hex(const unsigned char* p, std::size_t n) {
   return out;
 }
 
-bool is_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 }  // namespace
 
 std::string fresh_nonce() {
@@ -63,9 +60,7 @@ std::string Sha256::hex_digest() {
   return to_hex(digest.data(), size);
 }
 
-bool valid_sqlstate(std::string_view code) noexcept {
-  return code.size() == 5 && std::all_of(code.begin(), code.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); });
-}
+bool valid_sqlstate(std::string_view code) noexcept { return contract::is_sqlstate(code); }
 
 bool valid_severity(std::string_view severity) noexcept {
   static constexpr std::array<std::string_view, 8> known{"ERROR", "FATAL", "PANIC", "WARNING", "NOTICE", "DEBUG", "INFO", "LOG"};
@@ -77,8 +72,9 @@ double elapsed_ms(const Provenance& provenance) { return static_cast<double>(pro
 std::string elapsed_ms_text(const Provenance& provenance) { return fmt::format("{:.3f}", elapsed_ms(provenance)); }
 
 std::string path_text(const Provenance& provenance) {
-  if (provenance.path == PathKind::raw) return "raw (uncertified)";
-  return fmt::format("certified {}@{}", provenance.certified_name.str(), provenance.catalog_hash.view().substr(0, 12));
+  if (provenance.path == PathKind::raw) return std::string(contract::raw_path_text);
+  return fmt::format("{}{}@{}", contract::certified_path_word, provenance.certified_name.str(),
+                     provenance.catalog_hash.view().substr(0, contract::certified_hash_digits));
 }
 
 void add_provenance(nlohmann::json& object, const Provenance& provenance) {
@@ -97,23 +93,9 @@ void add_provenance(nlohmann::json& object, const Provenance& provenance) {
   }
 }
 
-bool is_label_line(std::string_view line) noexcept {
-  if (line.size() < 2 || line.back() != ':' || line[0] < 'a' || line[0] > 'z') return false;
-  for (char c : line.substr(0, line.size() - 1))
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '_')) return false;
-  return true;
-}
+bool is_label_line(std::string_view line) noexcept { return contract::is_label_line(line); }
 
 namespace {
-bool known_line_prefix(std::string_view line) {
-  if (line.starts_with("rawtool: ") || line.starts_with("> ") || line.starts_with("columns: ")) return true;
-  if (line.starts_with("row ")) {
-    const auto colon = line.find(": ", 4);
-    return colon != std::string_view::npos && is_digits(line.substr(4, colon - 4));
-  }
-  return is_label_line(line);
-}
-
 std::size_t count_occurrences(std::string_view text, std::string_view needle) {
   std::size_t count = 0;
   for (auto at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + needle.size())) ++count;
@@ -130,7 +112,7 @@ Trusted self_check(std::string_view text, const std::vector<NonceUse>& nonces) {
   for (std::size_t i = 0; i < n;) {
     if (i == line_start) {
       const auto lf = text.find('\n', i);
-      if (!known_line_prefix(text.substr(i, lf - i))) return Trusted::format("line {} does not begin with a prefix the renderer writes", line_number);
+      if (!contract::begins_with_known_prefix(text.substr(i, lf - i))) return Trusted::format("line {} does not begin with a prefix the renderer writes", line_number);
     }
     const unsigned char b = p[i];
     if (b == '\n') {
@@ -148,7 +130,8 @@ Trusted self_check(std::string_view text, const std::vector<NonceUse>& nonces) {
     if (len == 0) return Trusted::format("line {} is not valid UTF-8", line_number);
     const auto cls = code_point_class(cp);
     if (cls == CodePointClass::escape) return Trusted::format("line {} holds a raw code point of the escape set", line_number);
-    if (cls == CodePointClass::combining && i == line_start + 2 && text.substr(line_start, 2) == "> ")
+    if (cls == CodePointClass::combining && i == line_start + contract::quote_prefix.size() &&
+        text.substr(line_start, contract::quote_prefix.size()) == contract::quote_prefix)
       return Trusted::format("line {} opens its quote with a combining mark", line_number);
     i += len;
   }

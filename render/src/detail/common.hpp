@@ -3,6 +3,7 @@
 // Pieces every surface shares: nonces, hashing, the header-field grammars,
 // provenance, and the post-render self-check. Private to render/ and test support.
 
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/surface.hpp>
 
 #include <cstdint>
