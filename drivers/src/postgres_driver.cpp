@@ -303,16 +303,6 @@ public:
     cancels_->start(std::move(canceller));
   }
 
-  /// A SELECT 1 through execute, so the same deadline holds. Read-write mode
-  /// because it writes nothing and a privileged role's read-only refusal is
-  /// not a fault of the connection.
-  Health health() override {
-    Limits limits;
-    limits.statement_timeout = milliseconds(1000);
-    const Outcome outcome = execute("SELECT 1", {}, limits, AccessMode::read_write);
-    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
-  }
-
   std::variant<DatabaseReport, Unavailable> inspect() override {
     if (auto unavailable = connect()) return std::move(*unavailable);
     std::optional<detail::SessionAudit> audit = detail::audit_session(conn_);

@@ -13,9 +13,6 @@ namespace rawtool::render {
 
 namespace {
 
-constexpr std::array<Status, 6> all_statuses{Status::invalid_arguments, Status::not_found, Status::timeout,
-                                             Status::unavailable,       Status::execution_failed, Status::refused};
-
 std::string_view explanation(Status status) {
   switch (status) {
     case Status::invalid_arguments: return "the parameters do not match the query's declared parameters";
@@ -46,12 +43,6 @@ std::string_view status_name(Status status) noexcept {
     case Status::refused: return "refused";
   }
   return "unknown";
-}
-
-std::optional<Status> parse_status(std::string_view name) noexcept {
-  for (Status s : all_statuses)
-    if (status_name(s) == name) return s;
-  return std::nullopt;
 }
 
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
