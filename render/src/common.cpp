@@ -1,11 +1,11 @@
 #include "detail/common.hpp"
 
+#include <rawtool/crypto.hpp>
+
 #include "detail/tables.hpp"
 #include "detail/utf8.hpp"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <array>
@@ -13,52 +13,8 @@
 
 namespace rawtool::render::detail {
 
-namespace {
-constexpr char lower_hex[] = "0123456789abcdef";
 
-std::string to_hex(const unsigned char* p, std::size_t n) {
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(lower_hex[p[i] >> 4]);
-    out.push_back(lower_hex[p[i] & 0xF]);
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string fresh_nonce() {
-  std::array<unsigned char, 16> bytes{};
-  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) throw std::runtime_error("rawtool: the random generator failed");
-  return to_hex(bytes.data(), bytes.size());
-}
-
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1)
-    throw std::runtime_error("rawtool: SHA-256 is unavailable");
-}
-
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
-
-void Sha256::update(std::string_view bytes) {
-  if (EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size()) != 1) throw std::runtime_error("rawtool: SHA-256 failed");
-}
-
-void Sha256::update_field(std::string_view bytes) {
-  std::array<char, 8> length{};
-  auto n = static_cast<std::uint64_t>(bytes.size());
-  for (std::size_t i = 0; i < 8; ++i) length[7 - i] = static_cast<char>(static_cast<unsigned char>((n >> (8 * i)) & 0xFF));
-  update(std::string_view(length.data(), length.size()));
-  update(bytes);
-}
-
-std::string Sha256::hex_digest() {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int size = 0;
-  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), digest.data(), &size) != 1) throw std::runtime_error("rawtool: SHA-256 failed");
-  return to_hex(digest.data(), size);
-}
+std::string fresh_nonce() { return crypto::random_hex(contract::nonce_hex_digits / 2); }
 
 bool valid_sqlstate(std::string_view code) noexcept { return contract::is_sqlstate(code); }
 

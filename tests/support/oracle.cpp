@@ -2,6 +2,8 @@
 
 #include <rawtool/render/contract.hpp>
 
+#include <openssl/evp.h>
+
 // Written independently of render/, so that a bug there is not mirrored
 // here: the escape set is read from the Unicode data files (not from the
 // table render/tools/generate_tables.cpp makes of them), and the UTF-8
@@ -468,36 +470,24 @@ std::optional<std::string> json_bytes(const nlohmann::json& value) {
   if (!value.is_object() || value.size() != 3 || value.value("encoding", "") != "base64" || value.value("invalid_utf8", false) != true ||
       !value.contains("base64") || !value["base64"].is_string())
     return std::nullopt;
+  // Decoded by OpenSSL, not by render's own decoder: the check must not share
+  // a mistake with the encoder it checks.
   const auto& text = value["base64"].get_ref<const std::string&>();
-  if (text.size() % 4 != 0) return std::nullopt;
-  auto sextet = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    const int pad = last ? (text[i + 3] == '=' ? (text[i + 2] == '=' ? 2 : 1) : 0) : 0;
-    std::uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + static_cast<std::size_t>(k)];
-      int d = 0;
-      if (k >= 4 - pad) {
-        if (c != '=') return std::nullopt;
-      } else {
-        d = sextet(c);
-        if (d < 0) return std::nullopt;
-      }
-      v = (v << 6) | static_cast<std::uint32_t>(d);
-    }
-    out.push_back(static_cast<char>((v >> 16) & 0xFF));
-    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(v & 0xFF));
+  const auto first_pad = text.find('=');
+  if (text.size() % 4 != 0 ||
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string::npos ||
+      (first_pad != std::string::npos &&
+       (first_pad + 2 < text.size() || text.find_first_not_of('=', first_pad) != std::string::npos))) {
+    return std::nullopt;  // padding only at the very end, at most two
   }
+  std::string out(text.size() / 4 * 3, '\0');
+  const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (decoded < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding's bytes as zeros: take them off.
+  std::size_t padding = 0;
+  if (!text.empty() && text.back() == '=') padding = text[text.size() - 2] == '=' ? 2 : 1;
+  out.resize(static_cast<std::size_t>(decoded) - padding);
   return out;
 }
 
