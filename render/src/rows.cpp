@@ -1,6 +1,7 @@
 #include <rawtool/render/rows.hpp>
 
 #include "detail/common.hpp"
+#include "detail/draft.hpp"
 #include "detail/escape.hpp"
 #include "detail/notices.hpp"
 #include "detail/untrusted_access.hpp"
@@ -51,7 +52,7 @@ void append_notices_section(std::string& t, const Rows& rows, const std::string&
 
 Rendered render_rows(const Rows& rows, const Provenance& provenance, const RenderOptions& options) {
   const std::string nonce = detail::fresh_nonce();
-  Rendered r;
+  detail::Draft r;
   std::string& t = r.text;
   t.reserve(static_cast<std::size_t>(rows.bytes) * 2 + 64 * rows.rows.size() + detail::notice_bytes(rows.notices) * 2 + 1024);
 
@@ -124,7 +125,7 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
       {"notices_withheld", rows.notices_withheld},
   };
   detail::add_provenance(r.structured, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 }  // namespace rawtool::render

@@ -1,6 +1,7 @@
 #include <rawtool/render/status.hpp>
 
 #include "detail/common.hpp"
+#include "detail/draft.hpp"
 #include "detail/escape.hpp"
 
 #include <fmt/format.h>
@@ -47,7 +48,7 @@ std::string_view status_name(Status status) noexcept {
 
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
   check_reference(log_reference);
-  Rendered r;
+  detail::Draft r;
   const std::string_view own = contract::own_prefix;
   r.text = fmt::format(
       "{}certified query failed; status={}; query={}; reference={}\n"
@@ -64,11 +65,11 @@ Rendered render_status(Status status, const Provenance& provenance, std::string_
   detail::add_provenance(r.structured, provenance);
   if (auto problem = detail::self_check(r.text, {}); !problem.empty())
     throw std::invalid_argument("render_status: the provenance holds text rawtool cannot show (" + problem.str() + ")");
-  return r;
+  return std::move(r).seal();
 }
 
 Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
-  Rendered r;
+  detail::Draft r;
   r.refused = true;
   std::string& t = r.text;
   t = fmt::format("{}refused; reason={}; path={}; engine={}; database={}\n", contract::own_prefix, refusal_reason_name(refusal.reason), detail::path_text(provenance),
@@ -82,7 +83,7 @@ Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
       {"explanation", refusal.explanation.str()},
   };
   detail::add_provenance(r.structured, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 }  // namespace rawtool::render
