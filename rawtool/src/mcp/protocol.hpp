@@ -2,7 +2,7 @@
 
 // The JSON-RPC and MCP layer as pure functions: one message and the
 // session's state in, one action out. No I/O, no threads, no database, so it
-// can be unit-tested and fuzzed on its own; the server loop only carries the
+// can be unit-tested and fuzzed on its own; the Dispatcher carries the
 // actions out.
 
 #include <rawtool/render/bytes.hpp>
