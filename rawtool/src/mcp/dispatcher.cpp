@@ -92,13 +92,19 @@ Dispatcher::Handled Dispatcher::start(StartCall start, const std::shared_ptr<Rep
       refusal = error_response(call->id, ErrorCode::invalid_request, "a request with this id is still in progress");
     } else {
       calls_.emplace(call->key, call);
-      if (!pool_.submit(call)) {
-        calls_.erase(call->key);
-        refusal = error_response(call->id, ErrorCode::server_busy, "too many tool calls waiting; try again later");
-      }
     }
   }
-  if (!refusal) return Handled::started;
+  // Submitted outside the lock: the worker it wakes takes the lock first
+  // thing, and would only wake to wait for it. Meanwhile the call is in the
+  // table, not running, so a cancel or close() in between marks it cancelled
+  // and the worker drops it.
+  if (!refusal) {
+    if (pool_.submit(call)) return Handled::started;
+    std::lock_guard lock(calls_mutex_);
+    calls_.erase(call->key);
+    call_ended_.notify_all();
+    refusal = error_response(call->id, ErrorCode::server_busy, "too many tool calls waiting; try again later");
+  }
   reply_to->send(render::dump(*refusal));
   return Handled::answered;
 }
@@ -112,8 +118,9 @@ void Dispatcher::cancel(const json& request_id) {
     call = found->second;
     call->cancelled = true;
     if (!call->running) {
-      // Still waiting: taken out, it neither runs nor holds its id. A worker
-      // that took it already sees `cancelled` before it runs anything.
+      // Still waiting: taken out, it neither runs nor holds its id. One a
+      // worker has taken, or that is still being submitted, sees `cancelled`
+      // before it runs anything.
       if (pool_.withdraw(*call)) {
         calls_.erase(found);
         call_ended_.notify_all();
