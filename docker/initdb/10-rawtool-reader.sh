@@ -11,4 +11,9 @@ SELECT format('GRANT CONNECT ON DATABASE %I TO rawtool_reader', current_database
 GRANT USAGE ON SCHEMA public TO rawtool_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO rawtool_reader;
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO rawtool_reader;
+-- Every role may emit logical messages into the WAL by default; at wal_level
+-- logical, read-only mode refuses a role that can (see the README's role
+-- section), so the function is kept for the roles that are granted it.
+REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text),
+  pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
 SQL

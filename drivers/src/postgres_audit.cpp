@@ -114,8 +114,8 @@ struct KindWords {
   HazardKind kind;
   std::string_view code;  ///< as the query names it
   bool refused;
-  std::string_view phrase;       ///< for the refusal: "its role can become a superuser role"
-  std::string_view explanation;  ///< for the operator
+  Literal phrase;       ///< for the refusal: "it can become a superuser role"
+  Literal explanation;  ///< for the operator
 };
 
 // The logical_message entry is refused only at wal_level logical (below).
@@ -236,15 +236,15 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
   for (auto& [kind, hazard] : found) {
     const KindWords& words = words_for(kind);
     hazard.refused = words.refused;
-    hazard.explanation = std::string(words.explanation);
+    hazard.explanation = words.explanation;
     if (kind == HazardKind::logical_message) {
       hazard.refused = wal_level == "logical";
-      hazard.explanation += hazard.refused ? " wal_level is logical here, so read-only mode refuses to run."
-                                           : " wal_level is not logical here, so nothing decodes it yet.";
+      hazard.explanation += hazard.refused ? Literal(" wal_level is logical here, so read-only mode refuses to run.")
+                                           : Literal(" wal_level is not logical here, so nothing decodes it yet.");
     }
     if (kind == HazardKind::shared_role) {
-      hazard.explanation += fmt::format(" Seen when the audit ran: {} other session{}.", shared_sessions,
-                                        shared_sessions == 1 ? "" : "s");
+      hazard.explanation += Trusted::format(" Seen when the audit ran: {} other session{}.", shared_sessions,
+                                            shared_sessions == 1 ? Literal("") : Literal("s"));
     }
     audit.report.hazards.push_back(std::move(hazard));
   }
@@ -255,7 +255,7 @@ std::optional<Refusal> read_only_refusal(const SessionAudit& audit) {
   // A reachable superuser can do everything else the list names: saying so is enough.
   const bool superuser = std::any_of(audit.report.hazards.begin(), audit.report.hazards.end(),
                                      [](const Hazard& hazard) { return hazard.kind == HazardKind::superuser; });
-  std::string phrases;
+  Trusted phrases;
   for (const Hazard& hazard : audit.report.hazards) {
     if (!hazard.refused || (superuser && hazard.kind != HazardKind::superuser)) continue;
     if (!phrases.empty()) phrases += "; ";
@@ -263,10 +263,10 @@ std::optional<Refusal> read_only_refusal(const SessionAudit& audit) {
   }
   if (phrases.empty()) return std::nullopt;
   return Refusal{RefusalReason::not_permitted,
-                 fmt::format("Read-only mode refuses to run on this connection, because of what its role can do that a "
-                             "read-only transaction does not stop: {}. `rawtool check-config --connect` names the roles "
-                             "and functions; connect as a role without them.",
-                             phrases)};
+                 Trusted::format("Read-only mode refuses to run on this connection, because of what its role can do "
+                                 "that a read-only transaction does not stop: {}. `rawtool check-config --connect` names "
+                                 "the roles and functions; connect as a role without them.",
+                                 phrases)};
 }
 
 }  // namespace rawtool::detail

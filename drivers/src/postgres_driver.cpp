@@ -53,7 +53,7 @@
 #include <pqxx/connectionpolicy>
 #include <pqxx/except>
 
-#include <openssl/evp.h>
+#include <rawtool/crypto.hpp>
 
 #include <poll.h>
 
@@ -103,7 +103,8 @@ constexpr milliseconds client_check_interval{1000};
 /// it has read, and only closing the connection gives that memory back.
 constexpr std::uint64_t keep_connection_below_bytes = 8 * 1024 * 1024;
 
-Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
+Refusal refuse(RefusalReason reason, Trusted explanation) { return Refusal{reason, std::move(explanation)}; }
+Refusal refuse(RefusalReason reason, Literal explanation) { return Refusal{reason, explanation}; }
 
 Untrusted text_of(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
 
@@ -151,43 +152,6 @@ std::size_t bytea_length(const char* text, std::size_t length) {
   return decoded;
 }
 
-/// SHA-256 over fields, each framed as an 8-byte big-endian length and its
-/// bytes (the framing Failure::Withheld documents).
-class FieldDigest {
-public:
-  FieldDigest() : context_(EVP_MD_CTX_new()) {
-    ok_ = context_ != nullptr && EVP_DigestInit_ex(context_, EVP_sha256(), nullptr) == 1;
-  }
-  ~FieldDigest() { EVP_MD_CTX_free(context_); }
-  FieldDigest(const FieldDigest&) = delete;
-  FieldDigest& operator=(const FieldDigest&) = delete;
-
-  void add(std::string_view field) {
-    unsigned char length[8];
-    std::uint64_t size = field.size();
-    for (int i = 7; i >= 0; --i) {
-      length[i] = static_cast<unsigned char>(size & 0xFFU);
-      size >>= 8U;
-    }
-    ok_ = ok_ && EVP_DigestUpdate(context_, length, sizeof length) == 1 &&
-          EVP_DigestUpdate(context_, field.data(), field.size()) == 1;
-  }
-
-  /// Lower-case hex; empty when the digest could not be computed.
-  std::string hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (!ok_ || EVP_DigestFinal_ex(context_, digest, &length) != 1) return {};
-    std::string out;
-    out.reserve(length * 2);
-    for (unsigned int i = 0; i < length; ++i) out += fmt::format("{:02x}", digest[i]);
-    return out;
-  }
-
-private:
-  EVP_MD_CTX* context_;
-  bool ok_ = false;
-};
 
 /// Cancel requests in flight. PQcancel blocks until the server has taken the
 /// request, and a hung server never takes it, so each request runs on a
@@ -300,16 +264,6 @@ public:
       canceller = canceller_;
     }
     cancels_->start(std::move(canceller));
-  }
-
-  /// A SELECT 1 through execute, so the same deadline holds. Read-write mode
-  /// because it writes nothing and a privileged role's read-only refusal is
-  /// not a fault of the connection.
-  Health health() override {
-    Limits limits;
-    limits.statement_timeout = milliseconds(1000);
-    const Outcome outcome = execute("SELECT 1", {}, limits, AccessMode::read_write);
-    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
   }
 
   std::variant<DatabaseReport, Unavailable> inspect() override {
@@ -659,15 +613,15 @@ Failure PostgresDriver::failure_of(const PGresult* result, const Limits& limits)
   }
   // Too large to keep: hashed where libpq holds it, and only a prefix of each
   // field copied, for the operator's log. The renderer refuses it.
-  FieldDigest digest;
+  crypto::Sha256 digest;  // in the framing of Failure::Withheld
   for (const auto& [code, member] : fields) {
     const char* text = PQresultErrorField(result, code);
     const std::string_view field = text == nullptr ? std::string_view() : std::string_view(text);
-    digest.add(field);
+    digest.update_field(field);
     failure.*member = Untrusted(field.substr(0, Failure::failure_prefix_bytes));
   }
-  digest.add({});  // the statement, which the driver does not put in a failure
-  failure.withheld = Failure::Withheld{total, digest.hex()};
+  digest.update_field({});  // the statement, which the driver does not put in a failure
+  failure.withheld = Failure::Withheld{total, digest.hex_digest()};
   return failure;
 }
 
@@ -1268,8 +1222,8 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     // nowhere; how many there were is said, so that none vanishes unmentioned.
     const std::uint64_t raised = call.notices.kept.size() + call.notices.withheld;
     if (raised != 0)
-      refusal->explanation += fmt::format(" It raised {} notice{} before it stopped; a stopped statement's notices are not shown.",
-                                          raised, raised == 1 ? "" : "s");
+      refusal->explanation += Trusted::format(" It raised {} notice{} before it stopped; a stopped statement's notices are not shown.",
+                                              raised, raised == 1 ? Literal("") : Literal("s"));
   }
   const bool ended_transaction = read_only && (call.wrapping.withheld != 0 || !call.wrapping.kept.empty());
 
@@ -1290,11 +1244,11 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     const bool cancelled = cancel_requested_.load();
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
-                  fmt::format("The statement {} and did not stop when the server was asked to cancel it; {}",
-                              cancelled ? "was cancelled" : "ran past its time limit",
-                              ended ? "rawtool ended its server session."
-                                    : "rawtool closed its connection but could not confirm that the server ended the "
-                                      "session."));
+                  Trusted::format("The statement {} and did not stop when the server was asked to cancel it; {}",
+                                  cancelled ? Literal("was cancelled") : Literal("ran past its time limit"),
+                                  ended ? Literal("rawtool ended its server session.")
+                                        : Literal("rawtool closed its connection but could not confirm that the server "
+                                                  "ended the session.")));
   }
   PQexitPipelineMode(conn_);
   if (!cancels_->settle(client_grace)) {

@@ -34,7 +34,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Refusal refuse(RefusalReason reason, std::string explanation) { return Refusal{reason, std::move(explanation)}; }
+Refusal refuse(RefusalReason reason, Trusted explanation) { return Refusal{reason, std::move(explanation)}; }
+Refusal refuse(RefusalReason reason, Literal explanation) { return Refusal{reason, explanation}; }
 
 /// Skips whitespace, comments and empty statements (bare semicolons). What is
 /// left, if anything, is a further statement.
@@ -253,20 +254,13 @@ public:
     if (db_ != nullptr) sqlite3_interrupt(db_);
   }
 
-  /// A SELECT 1 through execute, under the default limits: the same deadline,
-  /// the same checks on opening, the same cleanup.
-  Health health() override {
-    const Outcome outcome = execute("SELECT 1", {}, Limits{}, AccessMode::read_only);
-    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
-  }
-
-  /// Through execute, like health(): opening is checked the same way (a WAL
+  /// Through execute: opening is checked the same way (a WAL
   /// database read-only mode cannot read without making files is reported
   /// with the refusal's words).
   std::variant<DatabaseReport, Unavailable> inspect() override {
     Outcome outcome = execute("PRAGMA encoding", {}, Limits{}, AccessMode::read_only);
     if (auto* unavailable = std::get_if<Unavailable>(&outcome)) return std::move(*unavailable);
-    if (const auto* refusal = std::get_if<Refusal>(&outcome)) return Unavailable{Untrusted(refusal->explanation)};
+    if (const auto* refusal = std::get_if<Refusal>(&outcome)) return Unavailable{Untrusted(refusal->explanation.view())};
     if (const auto* failure = std::get_if<Failure>(&outcome)) return Unavailable{failure->message};
     DatabaseReport report;
     report.engine = Engine::sqlite;
@@ -543,14 +537,14 @@ private:
     if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
     if ((code & 0xff) == SQLITE_TOOBIG) {
       return refuse(RefusalReason::limit,
-                    fmt::format("The statement made or read a value or a row longer than the length limit of {} "
+                    Trusted::format("The statement made or read a value or a row longer than the length limit of {} "
                                 "bytes (the larger of max_bytes and 32 MiB), and was stopped.",
                                 length_limit_));
     }
     if ((code & 0xff) == SQLITE_NOMEM) {
       if (const std::uint64_t heap = sqlite_heap_limit(); heap > 0) {
         return refuse(RefusalReason::limit,
-                      fmt::format("The statement needed more memory than SQLite may use in this process, the heap "
+                      Trusted::format("The statement needed more memory than SQLite may use in this process, the heap "
                                   "limit of {} bytes, and was stopped. Every SQLite connection in the process shares "
                                   "that limit.",
                                   heap));

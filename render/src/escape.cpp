@@ -3,17 +3,16 @@
 #include "detail/escape.hpp"
 #include "detail/tables.hpp"
 #include "detail/untrusted_access.hpp"
+#include "detail/utf8.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL 1
-#include <immintrin.h>
-#else
-#define RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL 0
+#if defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
 namespace rawtool::render::detail {
@@ -21,250 +20,228 @@ namespace {
 
 constexpr char hex_digits[] = "0123456789ABCDEF";
 
-// The first bytes of each escape and its length, in one table so that
-// choosing between a byte escape and a code point escape is choosing an index:
-// [0, 256) the escape of a byte when it is not copied (the short escapes for
-// backslash, tab, CR, LF and '"', \xHH for every other); from 256 + 16 * (d - 4)
-// on, the head of a code point escape of d = 4, 5 or 6 digits: "\u{" and its
-// first digit, one entry per digit.
-struct Head {
-  char text[4];
-  std::uint32_t length;
-};
-constexpr std::uint32_t code_point_heads = 256;
-
-constexpr std::array<Head, 256 + 3 * 16> make_heads() {
-  std::array<Head, 256 + 3 * 16> table{};
-  for (unsigned b = 0; b < 256; ++b) table[b] = Head{{'\\', 'x', hex_digits[b >> 4], hex_digits[b & 0xF]}, 4};
-  table['\\'] = Head{{'\\', '\\', 0, 0}, 2};
-  table['\t'] = Head{{'\\', 't', 0, 0}, 2};
-  table['\r'] = Head{{'\\', 'r', 0, 0}, 2};
-  table['\n'] = Head{{'\\', 'n', 0, 0}, 2};
-  table['"'] = Head{{'\\', '"', 0, 0}, 2};
-  for (unsigned digits = 4; digits <= 6; ++digits)
-    for (unsigned d = 0; d < 16; ++d) table[code_point_heads + 16 * (digits - 4) + d] = Head{{'\\', 'u', '{', hex_digits[d]}, 4 + digits};
-  return table;
+// Whether the grammar copies byte `b` as it is: printable ASCII but
+// backslash, and but '"' in a cell.
+constexpr bool is_plain_ascii(unsigned char b, bool cell) noexcept {
+  return b >= 0x20 && b < 0x7F && b != '\\' && !(cell && b == '"');
 }
-constexpr auto heads = make_heads();
 
-// Two hex digits per byte value, so a code point's digits take three loads.
-constexpr std::array<std::array<char, 2>, 256> make_hex_pairs() {
-  std::array<std::array<char, 2>, 256> table{};
-  for (unsigned b = 0; b < 256; ++b) table[b] = {hex_digits[b >> 4], hex_digits[b & 0xF]};
-  return table;
-}
-constexpr auto hex_pairs = make_hex_pairs();
-
-// What a byte says about the sequence it starts (RFC 3629: no overlong
-// forms, no surrogates, nothing past U+10FFFF), in the terms of the four
-// bytes from it read as one little-endian word.
-// Eight bytes, so that finding a byte's entry is one scaled index.
-struct Lead {
-  std::uint16_t second_bad;     // bit k clear: a second byte from 16k to 16k + 15 may follow; all set for a byte that does not lead
-  std::uint16_t continuations;  // the high two bits of the third and fourth bytes the sequence holds (each must be 10), as the word's top half
-  std::uint8_t payload_mask;    // the lead's bits of the code point
-  std::uint8_t shift;           // how far a four-byte assembly of the payloads is too long
-  std::uint8_t length;          // 1 for ASCII and for a byte that never starts valid UTF-8
-  std::uint8_t multi;           // 0xFF when length is over 1, else 0
+// Of the 16 bytes at `p`: bit k of `special` is set when byte k is not plain
+// ASCII, bit k of `lf` when it is LF.
+struct Marks {
+  unsigned special;
+  unsigned lf;
 };
-static_assert(sizeof(Lead) == 8);
 
-// The allowed second bytes fall on 16-byte boundaries: 80..BF in general,
-// A0..BF after E0 (no overlong forms), 80..9F after ED (no surrogates),
-// 90..BF after F0 (no overlong forms), 80..8F after F4 (nothing past U+10FFFF).
-constexpr std::array<Lead, 256> make_leads() {
-  std::array<Lead, 256> table{};
-  for (unsigned b = 0; b < 256; ++b) {
-    if (b >= 0xC2 && b <= 0xDF) table[b] = {0xF0FF, 0, 0x1F, 12, 2, 0xFF};
-    else if (b >= 0xE0 && b <= 0xEF) table[b] = {static_cast<std::uint16_t>(b == 0xE0 ? 0xF3FF : b == 0xED ? 0xFCFF : 0xF0FF), 0x00C0, 0x0F, 6, 3, 0xFF};
-    else if (b >= 0xF0 && b <= 0xF4) table[b] = {static_cast<std::uint16_t>(b == 0xF0 ? 0xF1FF : b == 0xF4 ? 0xFEFF : 0xF0FF), 0xC0C0, 0x07, 0, 4, 0xFF};
-    else table[b] = {0xFFFF, 0, 0, 0, 1, 0};
+Marks marks16(const unsigned char* p, bool cell) noexcept {
+  Marks m{0, 0};
+#if defined(__SSE2__)
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i printable = _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1F));  // signed: 0x80 and up fail it too
+  __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+  if (cell) special = _mm_or_si128(special, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+  m.special = ~static_cast<unsigned>(_mm_movemask_epi8(_mm_andnot_si128(special, printable))) & 0xFFFFu;
+  m.lf = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))));
+#else
+  for (unsigned k = 0; k < 16; ++k) {
+    m.special |= (is_plain_ascii(p[k], cell) ? 0u : 1u) << k;
+    m.lf |= (p[k] == '\n' ? 1u : 0u) << k;
   }
-  return table;
+#endif
+  return m;
 }
-constexpr auto leads = make_leads();
 
-// How a code point escape is laid out, by the index of the code point's
-// highest set bit once bit 15 is set (15 to 20): the digits are written
-// top-aligned in six places, so the code point is shifted up by `shift`; the
-// head is heads[head + the first digit]; the closing brace goes at `brace`.
-struct Shape {
-  std::uint16_t head;
-  std::uint8_t shift;
-  std::uint8_t brace;
-};
-
-constexpr std::array<Shape, 21> make_shapes() {
-  std::array<Shape, 21> table{};
-  for (unsigned top_bit = 15; top_bit <= 20; ++top_bit) {
-    const unsigned digits = (top_bit + 4) / 4;  // 4 to 6
-    table[top_bit] = Shape{static_cast<std::uint16_t>(code_point_heads + 16 * (digits - 4)), static_cast<std::uint8_t>(4 * (6 - digits)),
-                           static_cast<std::uint8_t>(3 + digits)};
+// How many bytes at the start of p[0, n) are plain ASCII. Clean text spends
+// its time here, so it tests 16 bytes at a time.
+std::size_t plain_ascii_run(const unsigned char* p, std::size_t n, bool cell) noexcept {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const unsigned special = marks16(p + i, cell).special;
+    if (special != 0) return i + static_cast<std::size_t>(std::countr_zero(special));
   }
-  return table;
+  while (i < n && is_plain_ascii(p[i], cell)) ++i;
+  return i;
 }
-constexpr auto shapes = make_shapes();
 
-// Output on its way to the std::string: a buffer with `slack` bytes of room
-// past its limit, so that each escape is written with stores
-// of a fixed size and its length only moves the write position. The escape
-// loop keeps that position in a local variable: a pointer held in an object
-// would have to be reloaded after every byte stored, since a char store may
-// alias anything.
+// Output on its way to the string, gathered in a buffer on the stack:
+// escapes and line breaks are a few bytes each, and appending each one to the
+// string costs more than escaping it. A write that starts at next() may store
+// up to `slack` bytes, past what it keeps, so that it can store in pieces of
+// a fixed size.
 class Sink {
 public:
-  /// How many bytes a write starting below limit() may store.
-  static constexpr std::size_t slack = 256;
-  static constexpr std::size_t capacity = 1024;
-  static constexpr std::size_t long_copy = capacity / 4;
+  static constexpr std::size_t slack = 96;
 
   explicit Sink(std::string& out) : out_(out) {}
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;
 
-  char* start() { return buffer_; }
-  /// A write may start anywhere below this and store `slack` bytes.
-  char* limit() { return buffer_ + capacity; }
-  /// Moves [start(), at) into the output; returns the new write position.
-  char* drain(char* at) {
-    out_.append(buffer_, static_cast<std::size_t>(at - buffer_));
-    return buffer_;
+  /// Where the next write starts.
+  char* next() {
+    if (at_ >= limit()) flush();
+    return at_;
   }
-  /// Copies `n` bytes of any length at `at`; returns the new write position.
-  /// Copies up to `long_copy` go through the buffer, longer ones straight
-  /// into the output.
-  char* copy(char* at, const void* p, std::size_t n) {
-    if (n > long_copy) {
-      out_.append(buffer_, static_cast<std::size_t>(at - buffer_));
-      out_.append(static_cast<const char*>(p), n);
-      return buffer_;
+  /// From here on, next() flushes first.
+  char* limit() { return buffer_ + capacity; }
+  /// Keeps what was written before `end`.
+  void advance_to(char* end) { at_ = end; }
+
+  void write(const void* p, std::size_t n) {
+    if (n > static_cast<std::size_t>(buffer_ + sizeof buffer_ - at_)) {
+      flush();
+      if (n > capacity) {
+        out_.append(static_cast<const char*>(p), n);
+        return;
+      }
     }
-    if (at + n >= limit()) at = drain(at);
-    std::memcpy(at, p, n);
-    return at + n;
+    std::memcpy(at_, p, n);
+    at_ += n;
+  }
+
+  void flush() {
+    out_.append(buffer_, static_cast<std::size_t>(at_ - buffer_));
+    at_ = buffer_;
   }
 
 private:
+  static constexpr std::size_t capacity = 4096;
   std::string& out_;
   char buffer_[capacity + slack];
+  char* at_ = buffer_;
 };
 
-// What the escape loop does at each byte: escape a unit from it, copy a run
-// of plain ASCII, or (when quoting lines) end a line. One load and one
-// predicted branch per unit, where testing the byte took five instructions.
-enum : std::uint8_t { starts_unit = 0, starts_plain = 1, starts_line_end = 2 };
+// The escape of each byte value, for a byte that is not copied: the short
+// escapes, else \xHH. A table rather than a switch: in hostile text which
+// byte comes next is random, so a branch on it would be mispredicted.
+struct ByteEscape {
+  char text[4];
+  std::size_t size;
+};
 
-template <bool Cell, bool Lines>
-constexpr std::array<std::uint8_t, 256> make_walk_starts() {
-  std::array<std::uint8_t, 256> table{};
-  for (unsigned b = 0; b < 256; ++b) {
-    if (is_plain_ascii(static_cast<unsigned char>(b), Cell)) table[b] = starts_plain;
-    else if (Lines && b == '\n') table[b] = starts_line_end;
-    else table[b] = starts_unit;
-  }
+constexpr std::array<ByteEscape, 256> make_byte_escapes() {
+  std::array<ByteEscape, 256> table{};
+  for (unsigned b = 0; b < 256; ++b) table[b] = {{'\\', 'x', hex_digits[b >> 4], hex_digits[b & 0xF]}, 4};
+  table['\\'] = {{'\\', '\\'}, 2};
+  table['\t'] = {{'\\', 't'}, 2};
+  table['\r'] = {{'\\', 'r'}, 2};
+  table['\n'] = {{'\\', 'n'}, 2};
+  table['"'] = {{'\\', '"'}, 2};
   return table;
 }
-template <bool Cell, bool Lines>
-constexpr auto walk_starts = make_walk_starts<Cell, Lines>();
+constexpr auto byte_escapes = make_byte_escapes();
 
-// The class values escape_unit tests as bits.
-static_assert(static_cast<unsigned>(CodePointClass::plain) == 0 && static_cast<unsigned>(CodePointClass::escape) == 1 &&
-              static_cast<unsigned>(CodePointClass::combining) == 2);
-
-/// The classes escaped where a unit stands: `escape`, and `combining` too at
-/// the start of a line or cell.
-constexpr std::uint32_t escaped_classes(bool at_line_start) { return at_line_start ? 3u : 1u; }
-
-}  // namespace
-
-// The portable kernel: what the build targets, on every machine.
-namespace portable {
-#define RAWTOOL_ESCAPE_KERNEL_BMI2 0
-#include "escape_kernel.inc"
-#undef RAWTOOL_ESCAPE_KERNEL_BMI2
-}  // namespace portable
-
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-// The same loops for x86-64 processors with AVX2, BMI1 and BMI2 (Intel from
-// 2013 on, AMD from 2015 on): three-operand vector instructions, shifts by a
-// register without the CL dance, and PEXT to gather a code point's bits.
-// Only this namespace is compiled for them; what it calls from elsewhere is
-// inlined into it or stays portable code.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,bmi,bmi2,popcnt"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,bmi,bmi2,popcnt")
-#endif
-namespace avx2_bmi2 {
-#define RAWTOOL_ESCAPE_KERNEL_BMI2 1
-#include "escape_kernel.inc"
-#undef RAWTOOL_ESCAPE_KERNEL_BMI2
-}  // namespace avx2_bmi2
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
-#endif
-
-namespace {
-
-// Which kernel this machine runs. PEXT is microcoded, and slow, on AMD
-// processors before Zen 3, so those keep the portable kernel.
-EscapeKernel choose_kernel() noexcept {
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-  if (escape_kernel_runs_here(EscapeKernel::avx2_bmi2) && (!__builtin_cpu_is("amd") || __builtin_cpu_is("znver3"))) return EscapeKernel::avx2_bmi2;
-#endif
-  return EscapeKernel::portable;
+void write_byte_escape(Sink& sink, unsigned char b) {
+  char* at = sink.next();
+  std::memcpy(at, byte_escapes[b].text, 4);
+  sink.advance_to(at + byte_escapes[b].size);
 }
 
-}  // namespace
+void write_code_point_escape(Sink& sink, char32_t cp) {
+  const unsigned digits = cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4;
+  char* at = sink.next();
+  std::memcpy(at, "\\u{", 3);
+  for (unsigned k = 0; k < digits; ++k) at[3 + k] = hex_digits[(cp >> (4 * (digits - 1 - k))) & 0xF];
+  at[3 + digits] = '}';
+  sink.advance_to(at + 4 + digits);
+}
 
-bool escape_kernel_runs_here(EscapeKernel kernel) noexcept {
-  switch (kernel) {
-    case EscapeKernel::portable:
-      return true;
-    case EscapeKernel::avx2_bmi2:
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
-#else
-      return false;
-#endif
+// What quoting writes after each LF: the prefix of the next line.
+struct LinePrefix {
+  std::string_view text;
+  char padded[16];  // `text` and zeros, when it is shorter: read as one 16-byte piece
+};
+
+// Quoting prose: writes windows of 32 bytes from p[i] on while each holds
+// plain ASCII and at most one LF, and p[i, i + 64) is readable; returns where
+// it stopped. A window is written with no branch on where its LF falls: the
+// window, then from just past the LF the prefix, then what follows the LF
+// again, each as one store of a fixed size.
+std::size_t write_line_windows(Sink& sink, const unsigned char* p, std::size_t i, std::size_t n, const LinePrefix& prefix) {
+  constexpr std::size_t window = 32;
+  static_assert(window + sizeof prefix.padded + window <= Sink::slack);
+  if (prefix.text.size() >= sizeof prefix.padded) return i;
+  // The write position stays in a local variable: one in the sink would be
+  // reloaded after every store.
+  char* at = sink.next();
+  for (; i + 2 * window <= n; i += window) {
+    const Marks low = marks16(p + i, false);
+    const Marks high = marks16(p + i + 16, false);
+    const std::uint32_t special = low.special | (high.special << 16);
+    const std::uint32_t lf = low.lf | (high.lf << 16);
+    if ((special & ~lf) != 0 || (lf & (lf - 1)) != 0) break;
+    const auto rest = static_cast<std::size_t>(std::countr_zero(lf | 0x80000000u)) + 1;  // up to and with the LF, else the whole window
+    const std::size_t prefix_size = lf != 0 ? prefix.text.size() : 0;
+    std::memcpy(at, p + i, window);
+    std::memcpy(at + rest, prefix.padded, sizeof prefix.padded);
+    std::memcpy(at + rest + prefix_size, p + i + rest, window);
+    at += window + prefix_size;
+    if (at >= sink.limit()) {
+      sink.advance_to(at);
+      at = sink.next();
+    }
   }
-  return false;
+  sink.advance_to(at);
+  return i;
 }
 
-EscapeKernel escape_kernel() noexcept {
-  static const EscapeKernel selected = choose_kernel();
-  return selected;
+// Writes `bytes` escaped in `context`. When quoting (`prefix` is not null),
+// an LF is not escaped but ends the line: LF and the prefix are written.
+// Text copied as it is, non-ASCII included, is written a run at a time.
+void escape(Sink& sink, std::string_view bytes, EscapeContext context, bool ascii_only, const LinePrefix* prefix) {
+  const bool cell = context == EscapeContext::cell;
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t n = bytes.size();
+  std::size_t i = 0;
+  if (prefix != nullptr) i = write_line_windows(sink, p, i, n, *prefix);
+  std::size_t copied = i;  // p[0, copied) is written
+  for (;;) {
+    i += plain_ascii_run(p + i, n - i, cell);
+    if (i == n) break;
+    if (p[i] == '\n' && prefix != nullptr) {
+      sink.write(p + copied, i - copied);
+      sink.write("\n", 1);
+      sink.write(prefix->text.data(), prefix->text.size());
+      i = copied = write_line_windows(sink, p, i + 1, n, *prefix);
+      continue;
+    }
+    char32_t cp = 0;
+    const std::size_t length = decode_utf8(p + i, n - i, cp);  // 0: p[i] does not begin valid UTF-8
+    if (length > 1 && !ascii_only) {
+      const CodePointClass cls = code_point_class_of_scalar(cp);
+      // Only quoting starts a line after an LF: elsewhere an LF is escaped.
+      const bool line_start = i == 0 || (prefix != nullptr && p[i - 1] == '\n');
+      if (cls == CodePointClass::plain || (cls == CodePointClass::combining && !line_start)) {
+        i += length;
+        continue;
+      }
+    }
+    if (i != copied) sink.write(p + copied, i - copied);
+    if (length > 1) write_code_point_escape(sink, cp);
+    else write_byte_escape(sink, p[i]);
+    i += std::max<std::size_t>(length, 1);
+    copied = i;
+  }
+  sink.write(p + copied, n - copied);
 }
 
-void escape_bytes_with(EscapeKernel kernel, std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
-  out.reserve(out.size() + bytes.size() + 8);
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-  if (kernel == EscapeKernel::avx2_bmi2) return avx2_bmi2::escape_bytes(out, bytes, context, ascii_only);
-#endif
-  (void)kernel;
-  portable::escape_bytes(out, bytes, context, ascii_only);
-}
-
-void quote_lines_with(EscapeKernel kernel, std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  out.reserve(out.size() + bytes.size() + bytes.size() / 16 + prefix.size() + 8);
-#if RAWTOOL_ESCAPE_HAS_AVX2_BMI2_KERNEL
-  if (kernel == EscapeKernel::avx2_bmi2) return avx2_bmi2::quote_lines(out, bytes, prefix, ascii_only);
-#endif
-  (void)kernel;
-  portable::quote_lines(out, bytes, prefix, ascii_only);
-}
+}  // namespace
 
 void escape_bytes(std::string& out, std::string_view bytes, EscapeContext context, bool ascii_only) {
-  escape_bytes_with(escape_kernel(), out, bytes, context, ascii_only);
+  out.reserve(out.size() + bytes.size());
+  Sink sink(out);
+  escape(sink, bytes, context, ascii_only, nullptr);
+  sink.flush();
 }
 
 void quote_lines(std::string& out, std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  quote_lines_with(escape_kernel(), out, bytes, prefix, ascii_only);
+  LinePrefix line_prefix{prefix, {}};
+  if (prefix.size() < sizeof line_prefix.padded) std::memcpy(line_prefix.padded, prefix.data(), prefix.size());
+  out.reserve(out.size() + prefix.size() + bytes.size() + 1);
+  Sink sink(out);
+  sink.write(prefix.data(), prefix.size());
+  escape(sink, bytes, EscapeContext::line, ascii_only, &line_prefix);
+  sink.write("\n", 1);
+  sink.flush();
 }
 
 }  // namespace rawtool::render::detail

@@ -128,7 +128,7 @@ TEST_CASE("no READ_ONLY corpus attempt leaves anything behind on PostgreSQL, or 
         const auto& refusal = expect<rawtool::Refusal>(outcome);
         if (c.reason) CHECK(refusal.reason == *c.reason);
         // rawtool's own words: no role, function or identifier the database named.
-        CHECK(refusal.explanation.find("walk") == std::string::npos);
+        CHECK(refusal.explanation.str().find("walk") == std::string::npos);
       } else if (c.outcome == EscapeOutcome::rows) {
         expect<rawtool::Rows>(outcome);
       } else if (c.outcome == EscapeOutcome::failure) {
@@ -211,7 +211,7 @@ TEST_CASE("no READ_ONLY corpus attempt leaves anything behind on SQLite, or take
       if (c.expect == EscapeExpect::refused) {
         const auto& refusal = expect<rawtool::Refusal>(outcome);
         if (c.reason) CHECK(refusal.reason == *c.reason);
-        CHECK(refusal.explanation.find("walk") == std::string::npos);
+        CHECK(refusal.explanation.str().find("walk") == std::string::npos);
       } else if (c.outcome == EscapeOutcome::rows) {
         expect<rawtool::Rows>(outcome);
       } else if (c.outcome == EscapeOutcome::failure) {

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <future>
 #include <variant>
 
 namespace rawtool::test {
@@ -31,5 +33,19 @@ T expect(Outcome&& outcome) {
 }
 
 inline RefusalReason refusal_reason(const Outcome& outcome) { return expect<Refusal>(outcome).reason; }
+
+/// Cancels the call `running` makes on `driver` until it returns (cancel() is
+/// a no-op before the statement starts, so one cancel after a fixed sleep
+/// races a loaded machine); fails the test after `patience`. The outcome.
+template <class Driver>
+Outcome cancel_until_done(Driver& driver, std::future<Outcome>& running,
+                          std::chrono::milliseconds patience = std::chrono::milliseconds(10000)) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (running.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    driver.cancel();
+  }
+  return running.get();
+}
 
 }  // namespace rawtool::test

@@ -4,7 +4,9 @@
 #include <libpq-fe.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <string_view>
 
 namespace rawtool::test {
@@ -36,6 +38,14 @@ std::string pg_admin(const std::string& sql) {
     return std::string(PQgetvalue(result.get(), 0, 0), static_cast<std::size_t>(PQgetlength(result.get(), 0, 0)));
   }
   return {};
+}
+
+void wait_until_sleeping(const std::string& pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pg_admin("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid + " AND wait_event = 'PgSleep'") != "1") {
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 }  // namespace rawtool::test

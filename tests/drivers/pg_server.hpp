@@ -19,6 +19,11 @@ std::optional<std::string> pg_url(bool reader = false);
 /// first column of the first row, or "" when there is none.
 std::string pg_admin(const std::string& sql);
 
+/// Waits (up to 10 s, then fails the test) until the backend `pid` is inside
+/// pg_sleep: a statement that sleeps has then begun, and everything it does
+/// before its sleep is done. A wait on the condition, not a fixed sleep.
+void wait_until_sleeping(const std::string& pid);
+
 /// A driver on the superuser connection, told that it is trusted: the tests
 /// that use it are about other properties than the refusal of privileged
 /// roles in read-only mode (pinned in postgres_read_only_test).

@@ -377,9 +377,10 @@ TEST_CASE("cancel from another thread stops a running statement and the next cal
   const auto url = pg_url();
   if (!url) return;
   auto driver = superuser_driver(*url);
+  const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
     auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)", {}, mode); });
-    std::this_thread::sleep_for(300ms);
+    rawtool::test::wait_until_sleeping(pid);
     const auto started = std::chrono::steady_clock::now();
     driver->cancel();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
@@ -397,7 +398,7 @@ TEST_CASE("a connection terminated mid-statement is unavailable, and the next ca
   auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)"); });
-  std::this_thread::sleep_for(300ms);
+  rawtool::test::wait_until_sleeping(pid);
   pg_admin("SELECT pg_terminate_backend(" + pid + ")");
   REQUIRE(running.wait_for(5s) == std::future_status::ready);
   expect<Unavailable>(running.get());
@@ -410,11 +411,10 @@ TEST_CASE("a connection terminated between calls is replaced before the next sta
   if (!url) return;
   auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
-  pg_admin("SELECT pg_terminate_backend(" + pid + ")");
-  std::this_thread::sleep_for(200ms);
+  pg_admin("SELECT pg_terminate_backend(" + pid + ", 5000)");  // returns once the backend has ended
   const std::string next_pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   CHECK(next_pid != pid);
-  CHECK(driver->health() == rawtool::Health::ok);
+  CHECK(std::holds_alternative<rawtool::DatabaseReport>(driver->inspect()));
 }
 
 TEST_CASE("a server that cannot be reached is unavailable, with the complaint kept for the log", "[postgres][connection]") {
@@ -422,7 +422,7 @@ TEST_CASE("a server that cannot be reached is unavailable, with the complaint ke
   const auto outcome = run(*driver, "SELECT 1");
   const Unavailable& unavailable = expect<Unavailable>(outcome);
   CHECK_FALSE(unavailable.complaint.empty());
-  CHECK(driver->health() == rawtool::Health::unavailable);
+  CHECK(std::holds_alternative<rawtool::Unavailable>(driver->inspect()));
 }
 
 TEST_CASE("a wrong password or role is unavailable, not a failure of the statement", "[postgres][connection]") {
@@ -582,6 +582,8 @@ TEST_CASE("a server that stops answering cannot hold a call past the deadline, a
   REQUIRE(options != nullptr);
   std::string user = "postgres";
   std::string database;
+  std::string host;
+  std::string hostaddr;
   std::uint16_t port = 5432;
   for (PQconninfoOption* option = options; option->keyword != nullptr; ++option) {
     if (option->val == nullptr) continue;
@@ -589,9 +591,19 @@ TEST_CASE("a server that stops answering cannot hold a call past the deadline, a
     if (keyword == "port") port = static_cast<std::uint16_t>(std::stoi(option->val));
     if (keyword == "user") user = option->val;
     if (keyword == "dbname") database = option->val;
+    if (keyword == "host") host = option->val;
+    if (keyword == "hostaddr") hostaddr = option->val;
   }
   PQconninfoFree(options);
-  rawtool::test::TcpProxy proxy(port);
+  // The proxy stands between the driver and the server the URL names, wherever
+  // that is (another container in docker/compose.test.yaml); libpq connects to
+  // hostaddr when it is given.
+  const std::string upstream = hostaddr.empty() ? host : hostaddr;
+  INFO("RAWTOOL_TEST_PG_URL must name one server by TCP host for the proxy: " << *url);
+  REQUIRE(!upstream.empty());
+  REQUIRE(upstream.front() != '/');
+  REQUIRE(upstream.find(',') == std::string::npos);
+  rawtool::test::TcpProxy proxy(upstream, port);
   auto driver = superuser_driver(fmt::format("postgresql://{}@127.0.0.1:{}/{}", user, proxy.port(), database));
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
 

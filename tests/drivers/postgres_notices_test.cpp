@@ -265,7 +265,7 @@ TEST_CASE("the warning the closing ROLLBACK raises is the wrapping's: the statem
       const auto outcome = driver->execute(ending, {}, Limits{}, AccessMode::read_only);
       CHECK(refusal_reason(outcome) == RefusalReason::read_only);
       CHECK_THAT(expect<rawtool::Refusal>(outcome).explanation, Catch::Contains("ended rawtool's read-only transaction"));
-      CHECK(expect<rawtool::Refusal>(outcome).explanation.find("notice") == std::string::npos);
+      CHECK(expect<rawtool::Refusal>(outcome).explanation.str().find("notice") == std::string::npos);
     }
   }
   // In read-write mode no transaction is open around the statement, so the
@@ -338,12 +338,14 @@ TEST_CASE("no call's outcome carries notices from an earlier call", "[postgres][
     short_quiet.statement_timeout = 200ms;
     const auto quiet_timeout = driver->execute("SELECT pg_sleep(30)", {}, short_quiet, AccessMode::read_only);
     CHECK(refusal_reason(quiet_timeout) == RefusalReason::timeout);
-    CHECK(expect<rawtool::Refusal>(quiet_timeout).explanation.find("notice") == std::string::npos);
+    CHECK(expect<rawtool::Refusal>(quiet_timeout).explanation.str().find("notice") == std::string::npos);
 
+    const std::string pid = bytes_of(*expect<Rows>(driver->execute("SELECT pg_backend_pid()", {}, Limits{},
+                                                                   AccessMode::read_only)).rows.at(0).at(0));
     auto running = std::async(std::launch::async, [&] {
       return driver->execute("SELECT drivers_notices_then_sleep()", {}, Limits{}, AccessMode::read_only);
     });
-    std::this_thread::sleep_for(300ms);
+    rawtool::test::wait_until_sleeping(pid);  // its notice is raised before the sleep
     driver->cancel();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
     const auto cancelled = running.get();

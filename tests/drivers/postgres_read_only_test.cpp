@@ -213,24 +213,35 @@ TEST_CASE("a statement that catches its cancel is ended from a second connection
           "[postgres][read_only][limits]") {
   const auto reader_url = pg_url(true);
   if (!reader_url) return;
+  // Caught twice over: a cancel that lands between two turns of the inner loop
+  // is caught by the outer one. (One that lands in the few instructions
+  // between the outer handler and its next turn still stops the statement the
+  // ordinary way, which is why the rounds below count, rather than require,
+  // the ends from a second connection.)
   const std::string swallow =
-      "DO $$BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$";
+      "DO $$BEGIN LOOP BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; "
+      "END LOOP; EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$";
   const auto still_running = [&] {
-    return pg_admin("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$BEGIN LOOP BEGIN PERFORM pg_sleep(0.2)%' "
+    return pg_admin("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'DO $$BEGIN LOOP BEGIN LOOP BEGIN PERFORM pg_sleep%' "
                     "AND pid <> pg_backend_pid()");
   };
   auto driver = rawtool::make_postgres_driver(*reader_url);
   Limits limits;
   limits.statement_timeout = std::chrono::milliseconds(300);
+  int ended_from_outside = 0;
   for (int round = 0; round < 3; ++round) {
     const Outcome outcome = driver->execute(swallow, {}, limits, AccessMode::read_only);
     CHECK(rawtool::test::refusal_reason(outcome) == rawtool::RefusalReason::timeout);
-    CHECK_THAT(expect<rawtool::Refusal>(outcome).explanation, Catch::Contains("rawtool ended its server session"));
+    if (expect<rawtool::Refusal>(outcome).explanation.str().find("rawtool ended its server session") != std::string::npos) {
+      ++ended_from_outside;
+    }
     CHECK(still_running() == "0");
   }
+  CHECK(ended_from_outside >= 2);
   // A cancel from the caller ends it the same way, within a grace of the cancel.
+  const std::string pid = cell(driver->execute("SELECT pg_backend_pid()", {}, Limits{}, AccessMode::read_only));
   auto running = std::async(std::launch::async, [&] { return driver->execute(swallow, {}, Limits{}, AccessMode::read_only); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  rawtool::test::wait_until_sleeping(pid);
   const auto cancelled_at = std::chrono::steady_clock::now();
   driver->cancel();
   REQUIRE(running.wait_for(std::chrono::seconds(6)) == std::future_status::ready);

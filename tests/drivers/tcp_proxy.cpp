@@ -1,14 +1,18 @@
 #include "tcp_proxy.hpp"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
-#include <utility>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace rawtool::test {
@@ -24,7 +28,19 @@ sockaddr_in loopback(std::uint16_t port) {
 
 }  // namespace
 
-TcpProxy::TcpProxy(std::uint16_t upstream_port) : upstream_port_(upstream_port) {
+TcpProxy::TcpProxy(const std::string& upstream_host, std::uint16_t upstream_port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(upstream_port);
+  if (getaddrinfo(upstream_host.c_str(), service.c_str(), &hints, &found) != 0 || found == nullptr) {
+    throw std::runtime_error("the test proxy cannot resolve " + upstream_host);
+  }
+  const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(found, &freeaddrinfo);
+  std::memcpy(&upstream_, found->ai_addr, found->ai_addrlen);
+  upstream_length_ = found->ai_addrlen;
+
   listener_ = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address = loopback(0);
   if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
@@ -72,9 +88,8 @@ void TcpProxy::run() {
     if (frozen) continue;
     for (Pair& pair : pairs) {
       if (!pair.open || pair.server >= 0) continue;
-      pair.server = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in upstream = loopback(upstream_port_);
-      if (connect(pair.server, reinterpret_cast<sockaddr*>(&upstream), sizeof upstream) != 0) {
+      pair.server = socket(upstream_.ss_family, SOCK_STREAM, 0);
+      if (connect(pair.server, reinterpret_cast<const sockaddr*>(&upstream_), upstream_length_) != 0) {
         close(pair.server);
         close(pair.client);
         pair.server = -1;

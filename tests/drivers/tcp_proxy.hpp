@@ -1,17 +1,24 @@
 #pragma once
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <thread>
 
 namespace rawtool::test {
 
-/// A loopback TCP proxy to a server on 127.0.0.1, for faults a real server will not make
-/// on request. While frozen it forwards nothing either way and holds new
-/// connections unanswered: to the client, the server has hung.
+/// A TCP proxy on 127.0.0.1 to a server at a given host and port (the host of
+/// the configured test URL, which may be another machine or container), for
+/// faults a real server will not make on request. While frozen it forwards
+/// nothing either way and holds new connections unanswered: to the client, the
+/// server has hung.
 class TcpProxy {
 public:
-  explicit TcpProxy(std::uint16_t upstream_port);
+  /// Resolves `upstream_host` (a name or an address) once, here; throws
+  /// std::runtime_error when it cannot be resolved or the proxy cannot listen.
+  TcpProxy(const std::string& upstream_host, std::uint16_t upstream_port);
   ~TcpProxy();
   TcpProxy(const TcpProxy&) = delete;
   TcpProxy& operator=(const TcpProxy&) = delete;
@@ -24,7 +31,8 @@ public:
 private:
   void run();
 
-  std::uint16_t upstream_port_;
+  sockaddr_storage upstream_{};
+  socklen_t upstream_length_ = 0;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> frozen_{false};

@@ -63,9 +63,10 @@ void PgCluster::stop(const char* mode) {
 }
 
 void PgCluster::start() {
-  // The same settings .ci/pg-start gives it.
+  // What names the instance, as .ci/pg-start gives it; the server settings
+  // are in its postgresql.conf (from .ci/pg-settings.conf).
   pg_ctl("-l '" + dir_ + ".log' -w -t 60 -o \"-c listen_addresses=127.0.0.1 -c port=" + std::to_string(port_) +
-         " -c unix_socket_directories=" + dir_ + " -c max_connections=200 -c fsync=off\" start");
+         " -c unix_socket_directories=" + dir_ + "\" start");
   for (int i = 0; i < 200 && !accepting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (!accepting()) throw std::runtime_error("the fault cluster did not start");
 }

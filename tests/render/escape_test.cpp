@@ -1,8 +1,8 @@
+// The escape grammar's contract, through the public functions only: fixed
+// examples of each rule, round trips, and the output compared byte for byte
+// with the oracle's plain per-code-point definition (rawtool::test::reference_escape).
 #include <rawtool/render/escape.hpp>
 
-#include "detail/escape.hpp"
-#include "detail/tables.hpp"
-#include "detail/utf8.hpp"
 #include "oracle.hpp"
 
 #include <catch2/catch.hpp>
@@ -215,80 +215,7 @@ TEST_CASE("ascii-only mode escapes everything from U+0080", "[render][escape]") 
   for (char c : out) CHECK(static_cast<unsigned char>(c) < 0x80);
 }
 
-TEST_CASE("the bulk path and the per-byte path agree at every offset", "[render][escape]") {
-  // Place one byte that needs escaping at every position of a run longer than
-  // the eight-byte fast path, so every alignment is exercised.
-  for (const std::string& special : {"\\"s, "\""s, "\x1f"s, "\x7f"s, "\x80"s, "\xc3\xa9"s, "\n"s}) {
-    for (std::size_t at = 0; at < 40; ++at) {
-      std::string input(40, 'a');
-      input.insert(at, special);
-      for (auto context : {EscapeContext::line, EscapeContext::cell}) {
-        const auto decoded = rawtool::test::decode_escapes(escaped(input, context));
-        REQUIRE(decoded.has_value());
-        CHECK(*decoded == input);
-      }
-    }
-  }
-}
-
-// The escape grammar written the plain way, one code point at a time, straight
-// from its definition in rawtool/render/escape.hpp. The renderer's bulk paths
-// must write exactly these bytes: the grammar's output is a contract, so a
-// faster path may not change it by a single byte.
 namespace {
-
-std::string reference_hex(std::uint32_t value, int digits) {
-  std::string s;
-  for (int k = digits - 1; k >= 0; --k) s.push_back("0123456789ABCDEF"[(value >> (4 * k)) & 0xF]);
-  return s;
-}
-
-std::string reference_escape(std::string_view bytes, EscapeContext context, bool ascii_only) {
-  using rawtool::render::detail::CodePointClass;
-  std::string out;
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (std::size_t i = 0; i < bytes.size();) {
-    const unsigned char b = p[i];
-    if (b < 0x80) {
-      switch (b) {
-        case '\\': out += "\\\\"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
-        case '\n': out += "\\n"; break;
-        case '"': out += context == EscapeContext::cell ? "\\\"" : "\""; break;
-        default: out += b < 0x20 || b == 0x7F ? "\\x" + reference_hex(b, 2) : std::string(1, static_cast<char>(b));
-      }
-      ++i;
-      continue;
-    }
-    char32_t cp = 0;
-    const std::size_t len = rawtool::render::detail::decode_utf8(p + i, bytes.size() - i, cp);
-    if (len == 0) {
-      out += "\\x" + reference_hex(b, 2);
-      ++i;
-      continue;
-    }
-    const CodePointClass cls = rawtool::render::detail::code_point_class(cp);
-    if (ascii_only || cls == CodePointClass::escape || (cls == CodePointClass::combining && i == 0))
-      out += "\\u{" + reference_hex(static_cast<std::uint32_t>(cp), cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4) + "}";
-    else
-      out.append(bytes.substr(i, len));
-    i += len;
-  }
-  return out;
-}
-
-std::string reference_quote(std::string_view bytes, std::string_view prefix, bool ascii_only) {
-  std::string out;
-  for (;;) {
-    const std::size_t lf = bytes.find('\n');
-    out.append(prefix);
-    out += reference_escape(bytes.substr(0, lf), EscapeContext::line, ascii_only);
-    out += '\n';
-    if (lf == std::string_view::npos) return out;
-    bytes.remove_prefix(lf + 1);
-  }
-}
 
 std::string quoted_with(const std::string& bytes, std::string_view prefix, bool ascii_only) {
   std::string out;
@@ -299,68 +226,50 @@ std::string quoted_with(const std::string& bytes, std::string_view prefix, bool 
 }
 
 std::string hex_dump(const std::string& bytes) {
+  static constexpr char digits[] = "0123456789ABCDEF";
   std::string s;
-  for (char c : bytes) s += reference_hex(static_cast<unsigned char>(c), 2) + " ";
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    s += {digits[b >> 4], digits[b & 0xF], ' '};
+  }
   return s;
 }
 
-// Every surface the escape grammar has, fast path against reference.
-// Every kernel this machine runs, beside the one the public functions chose.
-std::vector<rawtool::render::detail::EscapeKernel> kernels_here() {
-  using rawtool::render::detail::EscapeKernel;
-  std::vector<EscapeKernel> kernels;
-  for (EscapeKernel kernel : {EscapeKernel::portable, EscapeKernel::avx2_bmi2})
-    if (rawtool::render::detail::escape_kernel_runs_here(kernel)) kernels.push_back(kernel);
-  return kernels;
-}
-
+// Every way the grammar is applied, each compared with the reference: both
+// contexts, and quoted lines under prefixes from empty to longer than most.
 void check_against_reference(const std::string& input) {
-  using namespace rawtool::render::detail;
-  static const std::vector<EscapeKernel> kernels = kernels_here();
+  using rawtool::test::reference_escape;
+  using rawtool::test::reference_quote;
   INFO("input bytes: " << hex_dump(input));
   for (bool ascii_only : {false, true}) {
     INFO("ascii_only: " << ascii_only);
-    const std::string line = reference_escape(input, EscapeContext::line, ascii_only);
-    const std::string cell = reference_escape(input, EscapeContext::cell, ascii_only);
-    REQUIRE(escaped(input, EscapeContext::line, ascii_only) == line);
-    REQUIRE(escaped(input, EscapeContext::cell, ascii_only) == cell);
-    for (std::string_view prefix : {"> "sv, ""sv, "fifteen bytes: "sv, "a prefix longer than one sixteen-byte block: "sv})
+    REQUIRE(escaped(input, EscapeContext::line, ascii_only) == reference_escape(input, EscapeContext::line, ascii_only));
+    REQUIRE(escaped(input, EscapeContext::cell, ascii_only) == reference_escape(input, EscapeContext::cell, ascii_only));
+    for (std::string_view prefix : {"> "sv, ""sv, "fifteen bytes: "sv, "sixteen bytes:  "sv, "a prefix longer than thirty-two bytes: "sv}) {
+      INFO("prefix: " << prefix);
       REQUIRE(quoted_with(input, prefix, ascii_only) == reference_quote(input, prefix, ascii_only));
-    for (EscapeKernel kernel : kernels) {
-      INFO("kernel " << static_cast<int>(kernel));
-      std::string out;
-      escape_bytes_with(kernel, out, input, EscapeContext::line, ascii_only);
-      REQUIRE(out == line);
-      out.clear();
-      escape_bytes_with(kernel, out, input, EscapeContext::cell, ascii_only);
-      REQUIRE(out == cell);
-      out.clear();
-      quote_lines_with(kernel, out, input, "> ", ascii_only);
-      REQUIRE(out == reference_quote(input, "> ", ascii_only));
     }
   }
 }
 
-// Bytes that end a plain run, one of each kind the bulk scan tests for, and
-// sequences that straddle a block edge when placed near one.
+// Bytes and sequences that end a run of plain text: one of each kind, and
+// sequences that are cut short or not well formed.
 const std::vector<std::string> run_enders = {
     "\\"s, "\""s, "\n"s, "\r"s, "\t"s, std::string(1, '\0'), "\x1f"s, "\x7f"s, "\x80"s, "\xbf"s, "\xc0"s, "\xff"s,
     "\xc3\xa9"s, "\xc2\x85"s, "\xcc\x81"s, "\xe4\xb8\xad"s, "\xe2\x80\xae"s, "\xed\xa0\x80"s, "\xf0\x9f\x98\x80"s,
-    "\xf3\xa0\x81\xa7"s, "\xf4\x90\x80\x80"s, "\xe2\x82"s, "\xf0\x9f\x98"s, "\xf0\x9f"s,
+    "\xf3\xa0\x81\xa7"s, "\xf4\x90\x80\x80"s, "\xe2\x82"s, "\xf0\x9f\x98"s, "\xf0\x9f"s, "\n\n"s, "\n\xcc\x81"s,
 };
 
-// Calls check(bytes, value, at) with N bytes of plain text ('a') holding
-// `value` at `at`, for every byte value at every offset.
-template <std::size_t N, typename Check>
-void each_byte_at_each_offset(Check check) {
-  for (unsigned value = 0; value < 256; ++value) {
-    for (unsigned at = 0; at < N; ++at) {
-      unsigned char bytes[N];
-      std::fill(std::begin(bytes), std::end(bytes), static_cast<unsigned char>('a'));
-      bytes[at] = static_cast<unsigned char>(value);
-      check(bytes, value, at);
-    }
-  }
+// Plain text to place bytes in: one long line, and prose whose lines are
+// shorter and longer than 32 bytes.
+std::string plain_line(std::size_t length) { return std::string(length, 'a'); }
+
+std::string prose(std::size_t length) {
+  static const std::string lines = "Lines of prose, some short,\nand some a good deal longer than the others are,\nthen short.\n";
+  std::string s;
+  while (s.size() < length) s += lines;
+  s.resize(length);
+  return s;
 }
 
 }  // namespace
@@ -370,57 +279,57 @@ TEST_CASE("escaping writes exactly what the per-code-point definition writes", "
   std::mt19937 rng(20261130);
   for (int i = 0; i < 5000; ++i) check_against_reference(random_input(rng));
   for (int b = 0; b < 256; ++b) check_against_reference(std::string(1, static_cast<char>(b)));
+  check_against_reference("");
 }
 
-TEST_CASE("a run's end is found at every offset of a sixteen-byte block", "[render][escape]") {
-  // One byte or sequence that ends a plain run, at every offset of the first
-  // three blocks of a run of plain text, in each context.
-  for (const auto& ender : run_enders) {
-    for (std::size_t at = 0; at <= 48; ++at) {
-      std::string input(56, 'a');
-      input.replace(at, ender.size(), ender);
-      check_against_reference(input);
+TEST_CASE("every byte value at every offset of plain text and of prose is escaped as the definition says", "[render][escape]") {
+  for (const auto& background : {plain_line(100), prose(100)}) {
+    for (unsigned value = 0; value < 256; ++value) {
+      for (std::size_t at = 0; at < background.size(); ++at) {
+        std::string input = background;
+        input[at] = static_cast<char>(value);
+        check_against_reference(input);
+      }
     }
   }
 }
 
-TEST_CASE("a long run's end is found at every offset of the four blocks scanned together", "[render][escape]") {
-  // Runs long enough for the four-block scan, starting at each offset of a
-  // block, ended at every offset through several four-block steps and near
-  // the end of the input, where the scan must hand over to the block loop.
-  for (const std::string& ender : {"\\"s, "\""s, "\n"s, "\x7f"s, std::string(1, '\0'), "\xc3\xa9"s, "\xe2\x80\xae"s, "\xf0\x9f\x98"s}) {
-    for (std::size_t start = 0; start < 16; start += 5) {
-      for (std::size_t at = start; at <= 300; ++at) {
-        std::string input = std::string(start, '\t') + std::string(320 - start, 'a');
+TEST_CASE("every kind of sequence at every offset of plain text and of prose is escaped as the definition says", "[render][escape]") {
+  for (const auto& background : {plain_line(200), prose(200)}) {
+    for (const auto& ender : run_enders) {
+      for (std::size_t at = 0; at + ender.size() <= background.size(); ++at) {
+        std::string input = background;
         input.replace(at, ender.size(), ender);
         check_against_reference(input);
       }
     }
   }
-  for (std::size_t length = 60; length <= 200; ++length) check_against_reference(std::string(length, 'z'));
+  for (std::size_t length = 0; length <= 300; ++length) {
+    check_against_reference(plain_line(length));
+    check_against_reference(prose(length));
+  }
 }
 
-TEST_CASE("plain runs crossing block edges are copied whole", "[render][escape]") {
-  // Runs of every length from 0 to 70 between two escapes, so a run ends on,
-  // just before and just after each block edge, and long runs are copied in bulk.
-  for (std::size_t length = 0; length <= 70; ++length) {
+TEST_CASE("text copied as it is between two escapes comes out whole at every length", "[render][escape]") {
+  for (std::size_t length = 0; length <= 140; ++length) {
     for (const std::string& edge : {"\\"s, "\xe2\x80\xae"s, "\n"s, "\xc3\xa9"s}) {
       check_against_reference(edge + std::string(length, 'x') + edge);
       check_against_reference(std::string(length, 'x') + edge + std::string(length, 'y'));
+      check_against_reference(edge + prose(length) + edge);
     }
   }
 }
 
-TEST_CASE("quoted lines of every length are split the same whether copied a window, a block or a unit at a time", "[render][escape]") {
-  // Lines of each length from 0 to 140, so one, two or no LF falls in a
-  // four-block or two-block window at every offset; then the same text with a
-  // byte that must be escaped at every offset of the first 200 bytes.
+TEST_CASE("lines of every length are quoted as the definition says", "[render][escape]") {
+  // Lines of each length from 0 to 140, so that line ends fall at every
+  // offset; then the same text with a byte to escape at each of the first
+  // 200 offsets.
   for (std::size_t length = 0; length <= 140; ++length) {
     std::string lines;
     while (lines.size() < 400) lines += std::string(length, 'l') + "\n";
     check_against_reference(lines);
     if (length % 7 != 3) continue;
-    for (const std::string& odd : {"\\"s, "\x7f"s, "\xcc\x81"s, "\xe2\x80"s}) {
+    for (const std::string& odd : {"\\"s, "\x7f"s, "\xcc\x81"s, "\xe2\x80"s, "\xc3\xa9"s}) {
       for (std::size_t at = 0; at < 200; ++at) {
         std::string input = lines;
         input.replace(at, odd.size(), odd);
@@ -430,67 +339,44 @@ TEST_CASE("quoted lines of every length are split the same whether copied a wind
   }
 }
 
-TEST_CASE("invalid UTF-8 at the very end, at every length, is escaped byte by byte", "[render][escape]") {
-  // A sequence cut short by the end of the input lands on every offset near the
-  // end of a block; the bytes past the input are never read as its continuation.
+TEST_CASE("a sequence cut short by the end of the input is escaped byte by byte, at every length", "[render][escape]") {
+  // Nothing past the end of the input is read as the sequence's continuation.
   for (const std::string& cut : {"\xe2\x82"s, "\xf0\x9f\x98"s, "\xf0\x9f"s, "\xc3"s, "\xe4\xb8"s, "\xf4\x8f\xbf"s}) {
-    for (std::size_t length = 0; length <= 40; ++length) check_against_reference(std::string(length, 'q') + cut);
+    for (std::size_t length = 0; length <= 80; ++length) {
+      check_against_reference(plain_line(length) + cut);
+      check_against_reference(prose(length) + cut);
+    }
   }
   // The same sequences whole end exactly at the end of the input.
   for (const std::string& whole : {"\xe2\x82\xac"s, "\xf0\x9f\x98\x80"s, "\xc3\xa9"s, "\xf3\xa0\x81\xa7"s}) {
-    for (std::size_t length = 0; length <= 40; ++length) check_against_reference(std::string(length, 'q') + whole);
+    for (std::size_t length = 0; length <= 80; ++length) check_against_reference(plain_line(length) + whole);
   }
 }
 
 TEST_CASE("a combining mark is escaped at the start of every quoted line, wherever the line starts", "[render][escape]") {
-  for (std::size_t length = 0; length <= 40; ++length) {
-    const std::string input = std::string(length, 'c') + "\n\xcc\x81x\n\xcc\x81";
+  for (std::size_t length = 0; length <= 140; ++length) {
+    const std::string input = prose(length) + "\n\xcc\x81x\n\xcc\x81";
     check_against_reference(input);
     CHECK(quoted(input).find("\n> \\u{0301}x\n> \\u{0301}\n") != std::string::npos);
   }
 }
 
-TEST_CASE("the block scans count plain ASCII exactly as the byte-by-byte definition does", "[render][escape]") {
-  // Every byte value at every offset of a 16-byte block of plain text, in
-  // both contexts, for the portable word-at-a-time scan and the one the
-  // escape loop uses; and the LF and plain masks the line quoting reads.
-  using namespace rawtool::render::detail;
-  each_byte_at_each_offset<16>([](const unsigned char* block, unsigned value, unsigned at) {
-    for (bool cell : {false, true}) {
-      unsigned expected = 0;
-      while (expected < 16 && is_plain_ascii(block[expected], cell)) ++expected;
-      INFO("byte " << value << " at " << at << (cell ? " in a cell" : " in a line"));
-      REQUIRE((cell ? plain_ascii_run16_words<true>(block) : plain_ascii_run16_words<false>(block)) == expected);
-      REQUIRE((cell ? plain_ascii_run16<true>(block) : plain_ascii_run16<false>(block)) == expected);
-    }
-    const LineBlock masks = line_block(block);
-    REQUIRE(masks.lf == (value == '\n' ? 1u << at : 0u));
-    REQUIRE(masks.plain == (is_plain_ascii(static_cast<unsigned char>(value), false) ? 0xFFFFu : 0xFFFFu & ~(1u << at)));
-  });
+TEST_CASE("values far larger than a screenful are escaped as the definition says", "[render][escape]") {
+  // Hostile text, prose and long lines, each a few hundred kilobytes, so that
+  // output of every kind passes through more than any fixed buffer holds.
+  std::mt19937 rng(20261201);
+  std::string hostile;
+  while (hostile.size() < 300000) hostile += random_input(rng);
+  check_against_reference(hostile);
+  check_against_reference(prose(300000));
+  check_against_reference(plain_line(300000) + "\n" + plain_line(5000) + "\x7f");
 }
 
-TEST_CASE("the 64-byte scans mark every byte value at every offset as the byte-by-byte definition does", "[render][escape]") {
-  // The four-block test of a long plain run, in both contexts, and the line
-  // window quoting reads: whether all is plain or LF, and where each LF is
-  // (with a second LF at every other offset too).
-  using namespace rawtool::render::detail;
-  each_byte_at_each_offset<64>([](unsigned char* window, unsigned value, unsigned at) {
-    INFO("byte " << value << " at " << at);
-    for (bool cell : {false, true}) {
-      INFO((cell ? "in a cell" : "in a line"));
-      REQUIRE((cell ? all_plain_ascii64<true>(window) : all_plain_ascii64<false>(window)) == is_plain_ascii(static_cast<unsigned char>(value), cell));
-    }
-    const LineWindow w = line_window64(window);
-    REQUIRE(w.plain_or_lf == (value == '\n' || is_plain_ascii(static_cast<unsigned char>(value), false)));
-    REQUIRE(w.lf == (value == '\n' ? std::uint64_t{1} << at : 0));
-    for (unsigned other = 0; other < 64; ++other) {
-      if (other == at) continue;
-      const unsigned char was = window[other];
-      window[other] = '\n';
-      const LineWindow two = line_window64(window);
-      REQUIRE(two.lf == ((std::uint64_t{1} << other) | (value == '\n' ? std::uint64_t{1} << at : 0)));
-      REQUIRE(two.plain_or_lf == w.plain_or_lf);
-      window[other] = was;
-    }
-  });
+TEST_CASE("escaping appends to what the output already holds", "[render][escape]") {
+  RenderOptions options;
+  std::string out = "kept: ";
+  rawtool::render::append_escaped(out, Untrusted("a\tb"s), EscapeContext::cell, options);
+  CHECK(out == "kept: a\\tb");
+  rawtool::render::append_quoted_lines(out, Untrusted("x\ny"s), "> ", options);
+  CHECK(out == "kept: a\\tb> x\n> y\n");
 }

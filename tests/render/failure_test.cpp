@@ -256,7 +256,7 @@ TEST_CASE("a certified provenance never gets database text from render_failure",
   Provenance p = raw_provenance();
   p.path = rawtool::render::PathKind::certified;
   p.certified_name = "orders_by_day";
-  p.catalog_hash = std::string(64, 'a');
+  p.catalog_hash = rawtool::Label::checked(std::string(64, 'a'));
   const auto r = rawtool::render::render_failure(sample_failure(), p, RenderOptions{});
   CHECK(r.refused);
   CHECK(r.text.find("invalid input syntax") == std::string::npos);

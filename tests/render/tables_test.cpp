@@ -1,11 +1,18 @@
 // The generated tables, pinned against facts of the Unicode Character
-// Database, errcodes.txt and sqlite3.h that the renderer's contract names.
+// Database, errcodes.txt and sqlite3.h that the renderer's contract names,
+// and the escape set against the oracle's own reading of the Unicode data files.
 #include "detail/tables.hpp"
+#include "oracle.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <string>
+
 using rawtool::render::detail::code_point_class;
 using rawtool::render::detail::CodePointClass;
+using rawtool::test::code_point_rule;
+using rawtool::test::CodePointRule;
 
 TEST_CASE("the escape set holds the categories and properties the contract names", "[render][tables]") {
   const char32_t escape[] = {
@@ -20,19 +27,51 @@ TEST_CASE("the escape set holds the categories and properties the contract names
   for (char32_t cp : escape) {
     INFO("U+" << std::hex << static_cast<unsigned>(cp));
     CHECK(code_point_class(cp) == CodePointClass::escape);
+    CHECK(code_point_rule(cp) == CodePointRule::escaped);
   }
   CHECK(code_point_class(0x110000) == CodePointClass::escape);
 }
 
 TEST_CASE("ordinary text and the plain space are not in the escape set", "[render][tables]") {
   for (char32_t cp : {char32_t{0x20}, char32_t{0x41}, char32_t{0x7E}, char32_t{0xE9}, char32_t{0x0416}, char32_t{0x4E2D}, char32_t{0x1F600},
-                      char32_t{0x1F3F4}, char32_t{0xFF1E}, char32_t{0x05D0}, char32_t{0x0627}})
+                      char32_t{0x1F3F4}, char32_t{0xFF1E}, char32_t{0x05D0}, char32_t{0x0627}}) {
+    INFO("U+" << std::hex << static_cast<unsigned>(cp));
     CHECK(code_point_class(cp) == CodePointClass::plain);
+    CHECK(code_point_rule(cp) == CodePointRule::copied);
+  }
 }
 
 TEST_CASE("combining marks are classed apart", "[render][tables]") {
-  for (char32_t cp : {char32_t{0x0300}, char32_t{0x0301}, char32_t{0x20DD}, char32_t{0x0903}, char32_t{0x1AB0}})
+  for (char32_t cp : {char32_t{0x0300}, char32_t{0x0301}, char32_t{0x20DD}, char32_t{0x0903}, char32_t{0x1AB0}}) {
+    INFO("U+" << std::hex << static_cast<unsigned>(cp));
     CHECK(code_point_class(cp) == CodePointClass::combining);
+    CHECK(code_point_rule(cp) == CodePointRule::escaped_at_start);
+  }
+}
+
+TEST_CASE("the generated escape set and the oracle's reading of the Unicode data files agree on every code point", "[render][tables]") {
+  // The oracle parses DerivedGeneralCategory.txt and DerivedCoreProperties.txt
+  // itself, so a generator that misreads them, or a table built from other
+  // files, fails here.
+  std::string disagreements;
+  std::size_t count = 0;
+  for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    const CodePointRule expected = code_point_rule(cp);
+    const CodePointClass actual = code_point_class(cp);
+    const bool agree = (expected == CodePointRule::copied && actual == CodePointClass::plain) ||
+                       (expected == CodePointRule::escaped && actual == CodePointClass::escape) ||
+                       (expected == CodePointRule::escaped_at_start && actual == CodePointClass::combining);
+    if (agree) continue;
+    ++count;
+    if (count <= 20) {
+      std::ostringstream line;
+      line << "\nU+" << std::hex << std::uppercase << static_cast<unsigned>(cp) << ": table class " << static_cast<int>(actual) << ", oracle rule "
+           << static_cast<int>(expected);
+      disagreements += line.str();
+    }
+  }
+  INFO("the first disagreements:" << disagreements);
+  CHECK(count == 0);
 }
 
 TEST_CASE("SQLSTATE and SQLite code names come from the engines' own lists", "[render][tables]") {

@@ -1,23 +1,89 @@
 #include "oracle.hpp"
 
-// The Unicode escape set comes from the renderer's generated table (through
-// the private render/src/detail header), so the oracle and the renderer agree
-// on one set built from the Unicode Character Database; the table itself is
-// pinned by the render tests against code points the UCD classifies. The
-// UTF-8 decoding and the grammar parsing below are written independently of
-// render/, so that a bug there is not mirrored here.
-#include "detail/tables.hpp"
+#include <rawtool/render/contract.hpp>
 
+#include <openssl/evp.h>
+
+// Written independently of render/, so that a bug there is not mirrored
+// here: the escape set is read from the Unicode data files (not from the
+// table render/tools/generate_tables.cpp makes of them), and the UTF-8
+// decoding and the grammar parsing are the oracle's own.
+
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 namespace rawtool::test {
 
+namespace contract = rawtool::render::contract;
+
 namespace {
 
-using render::detail::CodePointClass;
-using render::detail::code_point_class;
+// The files' lines are "CODE[..CODE] ; VALUE # comment". Calls
+// each(first, last, value) for every such line of `path`.
+template <typename Each>
+void read_ucd_ranges(const char* path, Each each) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(std::string("oracle: cannot read the Unicode data file ") + path);
+  const auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+  };
+  const auto code_point = [&](std::string_view hex) {
+    if (hex.empty() || hex.size() > 6) throw std::runtime_error(std::string("oracle: a malformed code point in ") + path);
+    char32_t cp = 0;
+    for (const char c : hex) {
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) throw std::runtime_error(std::string("oracle: a malformed code point in ") + path);
+      cp = cp * 16 + static_cast<char32_t>(d);
+    }
+    if (cp > 0x10FFFF) throw std::runtime_error(std::string("oracle: a code point past U+10FFFF in ") + path);
+    return cp;
+  };
+  for (std::string line; std::getline(in, line);) {
+    std::string_view data = line;
+    data = trim(data.substr(0, data.find('#')));
+    if (data.empty()) continue;
+    const auto semicolon = data.find(';');
+    if (semicolon == std::string_view::npos) throw std::runtime_error(std::string("oracle: a line without ';' in ") + path);
+    const std::string_view range = trim(data.substr(0, semicolon));
+    const auto dots = range.find("..");
+    const char32_t first = code_point(range.substr(0, dots));
+    const char32_t last = dots == std::string_view::npos ? first : code_point(range.substr(dots + 2));
+    each(first, last, trim(data.substr(semicolon + 1)));
+  }
+}
+
+#ifndef RAWTOOL_TEST_UCD_GENERAL_CATEGORY
+#error "the build names the Unicode data files (RAWTOOL_TEST_UCD_GENERAL_CATEGORY, RAWTOOL_TEST_UCD_CORE_PROPERTIES)"
+#endif
+
+// The rule of every code point, from the grammar's definition.
+std::vector<CodePointRule> load_rules() {
+  // A code point the file does not list is unassigned (Cn), which is escaped.
+  std::vector<CodePointRule> rules(0x110000, CodePointRule::escaped);
+  read_ucd_ranges(RAWTOOL_TEST_UCD_GENERAL_CATEGORY, [&](char32_t first, char32_t last, std::string_view category) {
+    static const std::array<std::string_view, 7> escaped = {"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp"};
+    for (char32_t cp = first; cp <= last; ++cp) {
+      if (std::find(escaped.begin(), escaped.end(), category) != escaped.end() || (category == "Zs" && cp != 0x20))
+        rules[cp] = CodePointRule::escaped;
+      else if (category == "Mn" || category == "Mc" || category == "Me")
+        rules[cp] = CodePointRule::escaped_at_start;
+      else
+        rules[cp] = CodePointRule::copied;
+    }
+  });
+  read_ucd_ranges(RAWTOOL_TEST_UCD_CORE_PROPERTIES, [&](char32_t first, char32_t last, std::string_view property) {
+    if (property != "Default_Ignorable_Code_Point") return;
+    for (char32_t cp = first; cp <= last; ++cp) rules[cp] = CodePointRule::escaped;
+  });
+  return rules;
+}
 
 // Strict UTF-8 (RFC 3629 table 3-7), by explicit byte ranges.
 std::size_t utf8_sequence(std::string_view s, std::size_t i, char32_t& cp) {
@@ -72,7 +138,13 @@ int upper_hex(char c) {
 
 bool starts_with_combining_mark(std::string_view s) {
   char32_t cp = 0;
-  return !s.empty() && utf8_sequence(s, 0, cp) != 0 && code_point_class(cp) == CodePointClass::combining;
+  return !s.empty() && utf8_sequence(s, 0, cp) != 0 && code_point_rule(cp) == CodePointRule::escaped_at_start;
+}
+
+std::string upper_hex_digits(std::uint32_t value, int digits) {
+  std::string s;
+  for (int k = digits - 1; k >= 0; --k) s.push_back("0123456789ABCDEF"[(value >> (4 * k)) & 0xF]);
+  return s;
 }
 
 bool is_lower_hex(std::string_view s) {
@@ -81,20 +153,17 @@ bool is_lower_hex(std::string_view s) {
   return true;
 }
 
-bool is_label(std::string_view line) {
-  if (line.size() < 2 || line.back() != ':' || line[0] < 'a' || line[0] > 'z') return false;
-  for (char c : line.substr(0, line.size() - 1))
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '_')) return false;
-  return true;
-}
+bool is_label(std::string_view line) { return contract::is_label_line(line); }
 
 // "row 12: " -> the rest of the line; nullopt if `line` is not a row line.
 std::optional<std::string_view> row_body(std::string_view line) {
-  if (!line.starts_with("row ")) return std::nullopt;
-  std::size_t i = 4;
+  if (!line.starts_with(contract::row_prefix)) return std::nullopt;
+  std::size_t i = contract::row_prefix.size();
   while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
-  if (i == 4 || line.substr(i, 2) != ": ") return std::nullopt;
-  return line.substr(i + 2);
+  if (i == contract::row_prefix.size() || line.substr(i, contract::row_number_end.size()) != contract::row_number_end) {
+    return std::nullopt;
+  }
+  return line.substr(i + contract::row_number_end.size());
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -128,8 +197,8 @@ std::string read_quoted(std::string_view s, std::size_t& pos) {
 
 bool read_separator(std::string_view s, std::size_t& pos) {
   if (pos == s.size()) return false;
-  if (s.substr(pos, 3) != " | ") throw std::runtime_error("expected \" | \" between cells");
-  pos += 3;
+  if (s.substr(pos, contract::cell_separator.size()) != contract::cell_separator) throw std::runtime_error("expected \" | \" between cells");
+  pos += contract::cell_separator.size();
   return true;
 }
 
@@ -138,7 +207,7 @@ std::vector<std::optional<std::string>> parse_row(std::string_view body) {
   std::size_t pos = 0;
   if (body.empty()) return cells;
   do {
-    if (body.substr(pos, 4) == "NULL" && (pos + 4 == body.size() || body.substr(pos + 4, 3) == " | ")) {
+    if (body.substr(pos, 4) == "NULL" && (pos + 4 == body.size() || body.substr(pos + 4, contract::cell_separator.size()) == contract::cell_separator)) {
       cells.emplace_back(std::nullopt);
       pos += 4;
     } else {
@@ -168,11 +237,12 @@ std::vector<std::string> parse_columns(std::string_view body) {
   return names;
 }
 
-// The nonce a marker line carries: "nonce " followed by 32 lower-case hex digits.
+// The nonce a marker line carries: "nonce " followed by its hex digits.
 std::optional<std::string> marker_nonce(std::string_view line) {
-  const auto at = line.find("nonce ");
-  if (at == std::string_view::npos || line.size() < at + 6 + 32) return std::nullopt;
-  const auto nonce = line.substr(at + 6, 32);
+  constexpr std::string_view word = "nonce ";
+  const auto at = line.find(word);
+  if (at == std::string_view::npos || line.size() < at + word.size() + contract::nonce_hex_digits) return std::nullopt;
+  const auto nonce = line.substr(at + word.size(), contract::nonce_hex_digits);
   if (!is_lower_hex(nonce)) return std::nullopt;
   return std::string(nonce);
 }
@@ -184,6 +254,56 @@ std::size_t occurrences(std::string_view text, std::string_view needle) {
 }
 
 }  // namespace
+
+CodePointRule code_point_rule(char32_t cp) {
+  static const std::vector<CodePointRule> rules = load_rules();
+  return rules.at(cp);
+}
+
+std::string reference_escape(std::string_view bytes, render::EscapeContext context, bool ascii_only) {
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    if (b < 0x80) {
+      switch (b) {
+        case '\\': out += "\\\\"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        case '\n': out += "\\n"; break;
+        case '"': out += context == render::EscapeContext::cell ? "\\\"" : "\""; break;
+        default: out += b < 0x20 || b == 0x7F ? "\\x" + upper_hex_digits(b, 2) : std::string(1, static_cast<char>(b));
+      }
+      ++i;
+      continue;
+    }
+    char32_t cp = 0;
+    const std::size_t length = utf8_sequence(bytes, i, cp);
+    if (length == 0) {
+      out += "\\x" + upper_hex_digits(b, 2);
+      ++i;
+      continue;
+    }
+    const CodePointRule rule = code_point_rule(cp);
+    if (ascii_only || rule == CodePointRule::escaped || (rule == CodePointRule::escaped_at_start && i == 0))
+      out += "\\u{" + upper_hex_digits(static_cast<std::uint32_t>(cp), cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4) + "}";
+    else
+      out.append(bytes.substr(i, length));
+    i += length;
+  }
+  return out;
+}
+
+std::string reference_quote(std::string_view bytes, std::string_view prefix, bool ascii_only) {
+  std::string out;
+  for (;;) {
+    const std::size_t lf = bytes.find('\n');
+    out.append(prefix);
+    out += reference_escape(bytes.substr(0, lf), render::EscapeContext::line, ascii_only);
+    out += '\n';
+    if (lf == std::string_view::npos) return out;
+    bytes.remove_prefix(lf + 1);
+  }
+}
 
 std::optional<std::string> decode_escapes(std::string_view s) {
   std::string out;
@@ -238,7 +358,7 @@ std::optional<std::string> decode_escapes(std::string_view s) {
     }
     char32_t cp = 0;
     const std::size_t len = utf8_sequence(s, i, cp);
-    if (len == 0 || code_point_class(cp) == CodePointClass::escape) return std::nullopt;
+    if (len == 0 || code_point_rule(cp) == CodePointRule::escaped) return std::nullopt;
     out.append(s.substr(i, len));
     i += len;
   }
@@ -259,7 +379,7 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
     }
     if (cp == '\n') {
       ++line;
-    } else if (cp < 0x20 || cp == 0x7F || code_point_class(cp) == CodePointClass::escape) {
+    } else if (cp < 0x20 || cp == 0x7F || code_point_rule(cp) == CodePointRule::escaped) {
       problems.push_back("line " + std::to_string(line) + ": raw code point U+" + std::to_string(static_cast<std::uint32_t>(cp)) + " of the escape set");
     }
     i += len;
@@ -272,10 +392,10 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
     const std::string_view line = lines[n];
     const std::string where = "line " + std::to_string(n + 1) + ": ";
     try {
-      if (line.starts_with("rawtool: ")) {
-        const bool begin = line.starts_with("rawtool: ---- begin ");
-        const bool end = line.starts_with("rawtool: ---- end ");
-        const bool trailer = line.starts_with("rawtool: end of rows, nonce ");
+      if (line.starts_with(contract::own_prefix)) {
+        const bool begin = line.starts_with(contract::begin_marker_prefix);
+        const bool end = line.starts_with(contract::end_marker_prefix);
+        const bool trailer = line.starts_with(contract::rows_trailer_prefix);
         if (begin || end || trailer) {
           const auto nonce = marker_nonce(line);
           if (!nonce) {
@@ -289,12 +409,12 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
             else open_markers.pop_back();
           }
         }
-      } else if (line.starts_with("> ")) {
-        const auto body = line.substr(2);
+      } else if (line.starts_with(contract::quote_prefix)) {
+        const auto body = line.substr(contract::quote_prefix.size());
         if (starts_with_combining_mark(body)) problems.push_back(where + "a quoted line opens with a raw combining mark");
         if (!decode_escapes(body)) problems.push_back(where + "a quoted line does not decode");
-      } else if (line.starts_with("columns: ")) {
-        (void)parse_columns(line.substr(9));
+      } else if (line.starts_with(contract::columns_prefix)) {
+        (void)parse_columns(line.substr(contract::columns_prefix.size()));
       } else if (auto body = row_body(line)) {
         (void)parse_row(*body);
       } else if (!is_label(line)) {
@@ -319,8 +439,8 @@ std::vector<std::pair<std::string, std::string>> quoted_fields(std::string_view 
       fields.emplace_back(std::string(line.substr(0, line.size() - 1)), std::string());
       in_field = true;
       first_line = true;
-    } else if (in_field && line.starts_with("> ")) {
-      auto decoded = decode_escapes(line.substr(2));
+    } else if (in_field && line.starts_with(contract::quote_prefix)) {
+      auto decoded = decode_escapes(line.substr(contract::quote_prefix.size()));
       if (!decoded) throw std::runtime_error("a quoted line does not decode");
       if (!first_line) fields.back().second.push_back('\n');
       fields.back().second += *decoded;
@@ -341,7 +461,7 @@ std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view 
 
 std::vector<std::string> column_names(std::string_view text) {
   for (const auto line : split_lines(text))
-    if (line.starts_with("columns: ")) return parse_columns(line.substr(9));
+    if (line.starts_with(contract::columns_prefix)) return parse_columns(line.substr(contract::columns_prefix.size()));
   throw std::runtime_error("no columns line");
 }
 
@@ -350,36 +470,24 @@ std::optional<std::string> json_bytes(const nlohmann::json& value) {
   if (!value.is_object() || value.size() != 3 || value.value("encoding", "") != "base64" || value.value("invalid_utf8", false) != true ||
       !value.contains("base64") || !value["base64"].is_string())
     return std::nullopt;
+  // Decoded by OpenSSL, not by render's own decoder: the check must not share
+  // a mistake with the encoder it checks.
   const auto& text = value["base64"].get_ref<const std::string&>();
-  if (text.size() % 4 != 0) return std::nullopt;
-  auto sextet = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    const int pad = last ? (text[i + 3] == '=' ? (text[i + 2] == '=' ? 2 : 1) : 0) : 0;
-    std::uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + static_cast<std::size_t>(k)];
-      int d = 0;
-      if (k >= 4 - pad) {
-        if (c != '=') return std::nullopt;
-      } else {
-        d = sextet(c);
-        if (d < 0) return std::nullopt;
-      }
-      v = (v << 6) | static_cast<std::uint32_t>(d);
-    }
-    out.push_back(static_cast<char>((v >> 16) & 0xFF));
-    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(v & 0xFF));
+  const auto first_pad = text.find('=');
+  if (text.size() % 4 != 0 ||
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string::npos ||
+      (first_pad != std::string::npos &&
+       (first_pad + 2 < text.size() || text.find_first_not_of('=', first_pad) != std::string::npos))) {
+    return std::nullopt;  // padding only at the very end, at most two
   }
+  std::string out(text.size() / 4 * 3, '\0');
+  const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (decoded < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding's bytes as zeros: take them off.
+  std::size_t padding = 0;
+  if (!text.empty() && text.back() == '=') padding = text[text.size() - 2] == '=' ? 2 : 1;
+  out.resize(static_cast<std::size_t>(decoded) - padding);
   return out;
 }
 

@@ -3,6 +3,10 @@
 // The rendering invariants, as code: every surface's tests, the corpus walk
 // and the fuzzers use these as their oracle. Implemented against the text
 // format render/ writes; kept beside it so a format change breaks them loudly.
+// Nothing here uses render/'s own code: the escape set is read from the
+// Unicode data files, and UTF-8 and the grammar are decoded by code of its own.
+
+#include <rawtool/render/escape.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +18,25 @@
 
 namespace rawtool::test {
 
+/// What the escape grammar (rawtool/render/escape.hpp) does with a code point.
+enum class CodePointRule {
+  copied,            ///< copied as it is
+  escaped,           ///< Cc Cf Co Cn Cs Zl Zp, Zs other than U+0020, Default_Ignorable_Code_Point
+  escaped_at_start,  ///< a combining mark (Mn Mc Me): escaped at the start of a line or cell only
+};
+
+/// The rule for `cp` (at most U+10FFFF), derived from the Unicode data files
+/// the build names (RAWTOOL_UCD_GENERAL_CATEGORY, RAWTOOL_UCD_CORE_PROPERTIES),
+/// read and parsed by the oracle itself on first use, independently of
+/// render's generated table. Throws std::runtime_error when a file cannot be read.
+CodePointRule code_point_rule(char32_t cp);
+
+/// The escape grammar written the plain way, one code point at a time,
+/// straight from its definition: what append_escaped and append_quoted_lines
+/// must write, byte for byte.
+std::string reference_escape(std::string_view bytes, render::EscapeContext context, bool ascii_only);
+std::string reference_quote(std::string_view bytes, std::string_view prefix, bool ascii_only);
+
 /// Strict decoder of the escape grammar (see rawtool/render/escape.hpp):
 /// returns the original bytes, or nullopt when `escaped` is not well formed
 /// (unknown escape, bad hex, a code point escape for a surrogate or past
@@ -24,9 +47,8 @@ std::optional<std::string> decode_escapes(std::string_view escaped);
 /// descriptions; empty when it holds them all:
 ///  - every line begins with bytes the renderer chose (a known prefix);
 ///  - the text is valid UTF-8;
-///  - no raw control (other than LF), no code point of the escape set
-///    (Cc Cf Co Cn Zl Zp, Zs other than U+0020, Default_Ignorable), and no
-///    combining mark right after a quote prefix;
+///  - no raw control (other than LF), no code point code_point_rule escapes,
+///    and no combining mark right after a quote prefix;
 ///  - every quoted line and cell decodes with decode_escapes;
 ///  - the opening and closing markers carry the same nonce, and it appears nowhere else.
 std::vector<std::string> text_surface_problems(std::string_view text);

@@ -71,7 +71,7 @@ std::size_t print_connect_check(Tool& tool) {
     for (const Hazard& hazard : report.hazards) {
       refused = refused || (hazard.refused && check.access == AccessMode::read_only);
       out += head + "hazard " + std::string(hazard_kind_name(hazard.kind)) +
-             (hazard.refused ? " (refused in read-only mode): " : " (reported, not refused): ") + hazard.explanation;
+             (hazard.refused ? " (refused in read-only mode): " : " (reported, not refused): ") + hazard.explanation.str();
       if (!hazard.names.empty()) {
         out += " Named: ";
         for (std::size_t i = 0; i < hazard.names.size(); ++i) out += (i == 0 ? "" : ", ") + quoted(hazard.names[i]);

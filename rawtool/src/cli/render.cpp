@@ -86,20 +86,6 @@ std::string read_stdin_bounded() {
   }
 }
 
-bool valid_label(std::string_view label) {
-  if (label.empty() || label.size() > 64) {
-    return false;
-  }
-  for (char c : label) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                    c == '.' || c == '-';
-    if (!ok) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::size_t parse_budget(const std::string& text) {
   std::size_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -128,10 +114,11 @@ int run_render(Arguments argv) {
   }
   render::Provenance provenance;
   provenance.path = render::PathKind::raw;
-  provenance.database_label = args.value("--label").value_or("gateway");
-  if (!valid_label(provenance.database_label)) {
+  const auto label = Label::parse(args.value("--label").value_or("gateway"));
+  if (!label) {
     throw UsageError("--label must be 1-64 characters of A-Z a-z 0-9 _ . -");
   }
+  provenance.database_label = *label;
 
   Failure failure;
   try {

@@ -229,15 +229,7 @@ LogConfig parse_log(const json& value, const std::filesystem::path& base_dir) {
 
 }  // namespace
 
-bool valid_database_label(std::string_view label) noexcept {
-  if (label.empty() || label.size() > 64) return false;
-  for (char c : label) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-              c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool valid_database_label(std::string_view label) noexcept { return Label::valid(label); }
 
 DatabaseConfig database_for_target(std::string_view url_or_path, const std::filesystem::path& base_dir) {
   if (url_or_path.empty()) fail("database", "the target must not be empty");

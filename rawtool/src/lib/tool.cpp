@@ -105,7 +105,7 @@ Reply raw_unavailable_reply(const Provenance& provenance, const std::string& ref
       "rawtool: no reply from the database; status=unavailable; reference={}\n"
       "rawtool: {}.\n"
       "rawtool: end of reply; path=raw (uncertified); engine={}; database={}; elapsed_ms={:.3f}\n",
-      reference, explanation, engine_name(provenance.engine), provenance.database_label, elapsed_ms);
+      reference, explanation, engine_name(provenance.engine), provenance.database_label.str(), elapsed_ms);
   nlohmann::json structured = {
       {"kind", "raw_unavailable"},
       {"status", "unavailable"},
@@ -115,7 +115,7 @@ Reply raw_unavailable_reply(const Provenance& provenance, const std::string& ref
        {{"path", "raw"},
         {"certified", false},
         {"engine", engine_name(provenance.engine)},
-        {"database", provenance.database_label},
+        {"database", provenance.database_label.str()},
         {"elapsed_ms", elapsed_ms}}},
   };
   return Reply{std::move(text), std::move(structured), true};
@@ -184,11 +184,11 @@ struct Tool::Impl {
   void log_call(const Provenance& provenance, std::string_view outcome, std::string_view status = {}) const {
     if (!log->enabled(LogLevel::debug)) return;
     nlohmann::json members = {{"path", provenance.path == PathKind::raw ? "raw" : "certified"},
-                              {"database", provenance.database_label},
+                              {"database", provenance.database_label.str()},
                               {"engine", engine_name(provenance.engine)},
                               {"outcome", outcome},
                               {"elapsed_ms", static_cast<double>(provenance.elapsed.count()) / 1000.0}};
-    if (provenance.path == PathKind::certified) members["query"] = provenance.certified_name;
+    if (provenance.path == PathKind::certified) members["query"] = provenance.certified_name.str();
     if (!status.empty()) members["status"] = status;
     log->write(LogLevel::debug, "tool", "call", members);
   }
@@ -239,7 +239,7 @@ struct Tool::Impl {
     nlohmann::json record = {{"reference", reference},
                              {"query", std::move(query)},
                              {"status", render::status_name(status)},
-                             {"database", provenance.database_label}};
+                             {"database", provenance.database_label.str()}};
     if (!key.empty()) record[std::string(key)] = std::move(value);
     log_error("certified_failure", record);
     return to_reply(render::render_status(status, provenance, reference), true);
@@ -321,7 +321,7 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   const Database* db = m.find_database(options.database);
   if (db != nullptr) {
     provenance.engine = db->engine;
-    provenance.database_label = db->config.label;
+    provenance.database_label = Label::checked(db->config.label);
   }
   if (!m.config.raw_path) {
     return to_reply(render::render_refusal(
@@ -337,8 +337,8 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   }
   if (sql.size() > db->config.limits.max_statement_bytes) {
     return to_reply(render::render_refusal(Refusal{RefusalReason::limit,
-                                                   fmt::format("The statement is {} bytes; the limit is {} bytes.",
-                                                               sql.size(), db->config.limits.max_statement_bytes)},
+                                                   Trusted::format("The statement is {} bytes; the limit is {} bytes.",
+                                                                   sql.size(), db->config.limits.max_statement_bytes)},
                                            provenance),
                     true);
   }
@@ -383,16 +383,16 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   const Impl& m = *impl_;
   Provenance provenance;
   provenance.path = PathKind::certified;
-  provenance.catalog_hash = m.catalog.sha256;
+  if (!m.catalog.sha256.empty()) provenance.catalog_hash = Label::checked(m.catalog.sha256);
   provenance.engine = m.databases.front().engine;
-  provenance.database_label = m.databases.front().config.label;
+  provenance.database_label = Label::checked(m.databases.front().config.label);
 
   const CatalogQuery* query = m.catalog.find(name);
   if (query == nullptr) {
     // The name is the caller's and matched nothing: it reaches the log only.
     return m.certified_status(Status::not_found, provenance, render::to_log_json(Untrusted(name)), {}, nullptr);
   }
-  provenance.certified_name = query->name;
+  provenance.certified_name = Label::checked(query->name);
 
   const Database* db = nullptr;
   if (!query->database.empty()) {
@@ -406,7 +406,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
                               "the call names a database this query does not run on");
   }
   provenance.engine = db->engine;
-  provenance.database_label = db->config.label;
+  provenance.database_label = Label::checked(db->config.label);
 
   BindResult bound = bind_arguments(*query, params);
   if (auto* problem = std::get_if<ArgumentProblem>(&bound)) {
@@ -434,7 +434,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
     return m.certified_status(status, provenance, query->name, "failure", render::failure_log_record(*failure));
   }
   if (auto* refusal = std::get_if<Refusal>(&run.outcome)) {
-    nlohmann::json record = {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation}};
+    nlohmann::json record = {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation.str()}};
     m.log_call(provenance, "refusal", render::status_name(status_for_refusal(*refusal)));
     return m.certified_status(status_for_refusal(*refusal), provenance, query->name, "refusal", std::move(record));
   }

@@ -82,16 +82,16 @@ CallReply ToolBackend::too_large(const ToolCall& call, std::size_t bytes) {
     provenance.path = render::PathKind::certified;
     // A name the catalog does not hold is the caller's text: not repeated.
     if (tool_.catalog().find(certified->name) != nullptr) {
-      provenance.certified_name = certified->name;
-      provenance.catalog_hash = tool_.catalog().sha256;
+      provenance.certified_name = Label::checked(certified->name);
+      if (!tool_.catalog().sha256.empty()) provenance.catalog_hash = Label::checked(tool_.catalog().sha256);
     }
   }
   provenance.engine = database.kind == TargetKind::postgresql ? Engine::postgresql : Engine::sqlite;
-  provenance.database_label = database.label;
+  provenance.database_label = Label::checked(database.label);
   const Refusal refusal{RefusalReason::limit,
-                        "the reply would be " + std::to_string(bytes) +
-                            " bytes on the wire, over the MCP transport's limit; lower the row or byte limits or "
-                            "select fewer rows"};
+                        Trusted::format("the reply would be {} bytes on the wire, over the MCP transport's limit; "
+                                        "lower the row or byte limits or select fewer rows",
+                                        bytes)};
   auto rendered = render::render_refusal(refusal, provenance);
   return CallReply{std::move(rendered.text), std::move(rendered.structured), true};
 }

@@ -3,14 +3,11 @@
 // must be escaped: the worst case for branch prediction), each beside memcpy of the same bytes in the same run.
 // Figures are bytes of input per second (SetBytesProcessed).
 //
-// Escaping and quoting run through the public functions (the kernel the
-// renderer chose for this machine) and, under names ending in /portable and
-// /avx2_bmi2, through each kernel this machine runs, so one run compares them:
+// Escaping and quoting run through the public functions. On a shared machine
+// compare two builds by running both programs in turn, each with
 //   render_bench --benchmark_enable_random_interleaving=true --benchmark_repetitions=9
 
 #include <rawtool/render/escape.hpp>
-
-#include "detail/escape.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -102,29 +99,6 @@ void quote(benchmark::State& state, Kind kind) {
 }
 
 using rawtool::render::EscapeContext;
-using rawtool::render::detail::EscapeKernel;
-
-void escape_kernel(benchmark::State& state, Kind kind, EscapeContext context, EscapeKernel kernel) {
-  const std::string& in = input(kind, false);
-  std::string out;
-  for (auto _ : state) {
-    out.clear();
-    rawtool::render::detail::escape_bytes_with(kernel, out, in, context, false);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(in.size()));
-}
-
-void quote_kernel(benchmark::State& state, Kind kind, EscapeKernel kernel) {
-  const std::string& in = input(kind, true);
-  std::string out;
-  for (auto _ : state) {
-    out.clear();
-    rawtool::render::detail::quote_lines_with(kernel, out, in, "> ", false);
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(in.size()));
-}
 
 BENCHMARK_CAPTURE(memcpy_baseline, clean_ascii, Kind::clean);
 BENCHMARK_CAPTURE(escape, clean_ascii_line, Kind::clean, EscapeContext::line);
@@ -140,21 +114,6 @@ BENCHMARK_CAPTURE(memcpy_baseline, hostile_tags, Kind::tags);
 BENCHMARK_CAPTURE(escape, hostile_tags_line, Kind::tags, EscapeContext::line);
 BENCHMARK_CAPTURE(memcpy_baseline, hostile_ansi, Kind::ansi);
 BENCHMARK_CAPTURE(escape, hostile_ansi_line, Kind::ansi, EscapeContext::line);
-
-// Each kernel on the inputs with targets. Registered only for the kernels
-// this machine runs.
-const bool kernels_registered = [] {
-  const std::pair<EscapeKernel, const char*> kernels[] = {{EscapeKernel::portable, "portable"}, {EscapeKernel::avx2_bmi2, "avx2_bmi2"}};
-  const std::pair<Kind, const char*> kinds[] = {{Kind::clean, "clean_ascii"}, {Kind::mixed, "mixed_utf8"}, {Kind::hostile, "hostile_dense"}};
-  for (const auto& [kernel, kernel_name] : kernels) {
-    if (!rawtool::render::detail::escape_kernel_runs_here(kernel)) continue;
-    for (const auto& [kind, kind_name] : kinds) {
-      benchmark::RegisterBenchmark((std::string("escape/") + kind_name + "_line/" + kernel_name).c_str(), escape_kernel, kind, EscapeContext::line, kernel);
-      benchmark::RegisterBenchmark((std::string("quote/") + kind_name + "_lines/" + kernel_name).c_str(), quote_kernel, kind, kernel);
-    }
-  }
-  return true;
-}();
 
 }  // namespace
 

@@ -2,14 +2,15 @@
 // from the input, renders them, and checks the oracle's invariants: a render
 // either holds every text-surface invariant and carries every value back
 // exactly (text and structured), or it is an explicit refusal showing none of
-// the text. Any violation aborts, so libFuzzer keeps the input.
+// the text; a loose value escapes and quotes to exactly what the oracle's
+// reference definition of the grammar writes. Any violation aborts, so
+// libFuzzer keeps the input.
 
 #include <rawtool/render/escape.hpp>
 #include <rawtool/render/failure.hpp>
 #include <rawtool/render/json.hpp>
 #include <rawtool/render/rows.hpp>
 
-#include "detail/escape.hpp"
 #include "oracle.hpp"
 #include "untrusted_bytes.hpp"
 
@@ -24,7 +25,6 @@
 namespace {
 
 using rawtool::Untrusted;
-using rawtool::render::detail::EscapeKernel;
 using rawtool::test::bytes_of;
 
 [[noreturn]] void violated(const char* what, const std::string& detail = {}) {
@@ -236,22 +236,13 @@ void check_escape(FuzzedDataProvider& in, const rawtool::render::RenderOptions& 
     expect(rawtool::test::decode_escapes(out) == bytes, "decode(escape(x)) != x");
     if (options.ascii_only)
       for (char c : out) expect(static_cast<unsigned char>(c) < 0x80, "ascii-only output holds a non-ASCII byte");
-    // Every escape kernel this machine runs writes the same bytes.
-    for (auto kernel : {EscapeKernel::portable, EscapeKernel::avx2_bmi2}) {
-      if (!rawtool::render::detail::escape_kernel_runs_here(kernel)) continue;
-      std::string other;
-      rawtool::render::detail::escape_bytes_with(kernel, other, bytes, context, options.ascii_only);
-      expect(other == out, "two escape kernels disagree on a value");
-    }
+    expect(out == rawtool::test::reference_escape(bytes, context, options.ascii_only), "escaping differs from the reference definition");
   }
-  // And on quoted lines.
-  std::string quoted;
-  rawtool::render::detail::quote_lines(quoted, bytes, "> ", options.ascii_only);
-  for (auto kernel : {EscapeKernel::portable, EscapeKernel::avx2_bmi2}) {
-    if (!rawtool::render::detail::escape_kernel_runs_here(kernel)) continue;
-    std::string other;
-    rawtool::render::detail::quote_lines_with(kernel, other, bytes, "> ", options.ascii_only);
-    expect(other == quoted, "two escape kernels disagree on quoted lines");
+  // Quoted lines, under prefixes from empty to longer than 16 bytes.
+  for (const char* prefix : {"> ", "", "fifteen bytes: ", "a prefix of more than sixteen bytes: "}) {
+    std::string quoted;
+    rawtool::render::append_quoted_lines(quoted, Untrusted(bytes), prefix, options);
+    expect(quoted == rawtool::test::reference_quote(bytes, prefix, options.ascii_only), "quoting differs from the reference definition");
   }
 }
 

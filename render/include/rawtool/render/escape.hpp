@@ -27,7 +27,8 @@ enum class EscapeContext {
 /// first byte a \xHH, and decoding resumes at the next byte, so every
 /// offending byte is escaped on its own. NUL is a byte like any other.
 /// Code points escaped: general categories Cc, Cf, Co, Cn, Zl, Zp, Zs other
-/// than U+0020; Default_Ignorable_Code_Point (variation selectors, the Tags
+/// than U+0020 (and Cs, which strict decoding never yields);
+/// Default_Ignorable_Code_Point (variation selectors, the Tags
 /// block, emoji tag sequences included, U+3164 ...); a combining mark (Mn, Mc,
 /// Me) at the start of a line or cell; with ascii_only, everything from
 /// U+0080 up. The set is generated at build time from the Unicode Character

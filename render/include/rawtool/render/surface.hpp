@@ -25,15 +25,15 @@ struct Rendered {
 /// Which path produced a reply. The two paths share no discriminant value.
 enum class PathKind { raw, certified };
 
-/// Facts the tool itself knows about a reply, shown as provenance. Every
-/// string here is trusted: rawtool validated it (catalog names and database
-/// labels have a grammar checked at configuration load).
+/// Facts the tool itself knows about a reply, shown as provenance. Each name
+/// is a Label: validated against its grammar, so it can stand in a line
+/// rawtool writes.
 struct Provenance {
   PathKind path = PathKind::raw;
-  std::string certified_name;  ///< certified path only
-  std::string catalog_hash;    ///< certified path only: hex SHA-256 of the catalog file
+  Label certified_name;  ///< certified path only
+  Label catalog_hash;    ///< certified path only: hex SHA-256 of the catalog file
   Engine engine = Engine::postgresql;
-  std::string database_label;
+  Label database_label;
   std::chrono::microseconds elapsed{0};
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rawtool/trusted.hpp>
 #include <rawtool/untrusted.hpp>
 
 #include <cstdint>
@@ -14,7 +15,13 @@ namespace rawtool {
 enum class Engine { postgresql, sqlite };
 
 /// "postgresql" or "sqlite".
-std::string_view engine_name(Engine engine) noexcept;
+constexpr std::string_view engine_name(Engine engine) noexcept {
+  switch (engine) {
+    case Engine::postgresql: return "postgresql";
+    case Engine::sqlite: return "sqlite";
+  }
+  return "unknown";
+}
 
 /// A NOTICE, WARNING or other non-error message the engine sent while the
 /// statement ran, in the order it arrived.
@@ -103,7 +110,14 @@ enum class Truncation {
 };
 
 /// "none", "row_cap" or "byte_cap".
-std::string_view truncation_name(Truncation truncation) noexcept;
+constexpr std::string_view truncation_name(Truncation truncation) noexcept {
+  switch (truncation) {
+    case Truncation::none: return "none";
+    case Truncation::row_cap: return "row_cap";
+    case Truncation::byte_cap: return "byte_cap";
+  }
+  return "unknown";
+}
 
 /// A result set and what was left out of it. Nothing is left out silently:
 /// when `truncation` is not `none`, `rows_withheld` counts the rows that were
@@ -143,13 +157,32 @@ enum class RefusalReason {
 };
 
 /// The reason's stable name, e.g. "render_budget".
-std::string_view refusal_reason_name(RefusalReason reason) noexcept;
+constexpr std::string_view refusal_reason_name(RefusalReason reason) noexcept {
+  switch (reason) {
+    case RefusalReason::empty_statement: return "empty_statement";
+    case RefusalReason::multiple_statements: return "multiple_statements";
+    case RefusalReason::read_only: return "read_only";
+    case RefusalReason::not_permitted: return "not_permitted";
+    case RefusalReason::limit: return "limit";
+    case RefusalReason::bad_header_field: return "bad_header_field";
+    case RefusalReason::render_budget: return "render_budget";
+    case RefusalReason::self_check_failed: return "self_check_failed";
+    case RefusalReason::cancelled: return "cancelled";
+    case RefusalReason::timeout: return "timeout";
+    case RefusalReason::internal: return "internal";
+  }
+  return "unknown";
+}
 
-/// The tool declined. `explanation` is rawtool's own words and must never
-/// contain bytes that came from outside.
+/// The tool declined. `explanation` is rawtool's own words: Trusted, so that
+/// no byte from outside can be put in it.
 struct Refusal {
+  Refusal() = default;
+  Refusal(RefusalReason why, Literal words) : reason(why), explanation(words) {}
+  Refusal(RefusalReason why, Trusted words) : reason(why), explanation(std::move(words)) {}
+
   RefusalReason reason = RefusalReason::internal;
-  std::string explanation;
+  Trusted explanation;
 };
 
 /// The database could not be reached or the connection broke. The complaint
