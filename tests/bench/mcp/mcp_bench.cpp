@@ -32,8 +32,12 @@
 // first: compare_mcp_p50_us and _p99_us, compare_added_p50_us, compare_ping_p50_us, its
 // compare_cpu_us, compare_runq_us and compare_switches, and
 // compare_delta_p50_us, the p50 of (its call - this call) iteration by
-// iteration, which load that comes and goes affects least. A change to the
-// server is judged so against the build before it.
+// iteration, which load that comes and goes affects least, and
+// p50_ratio_to_compare and p99_ratio_to_compare, this build's mcp_p50_us and
+// mcp_p99_us over the compared build's (below 1: this build is faster). A
+// change to the server is judged so against the build before it:
+//
+//   RAWTOOL_MCP_BENCH_COMPARE=<previous build>/rawtool/rawtool ./mcp_bench --benchmark_filter=select1 ...
 
 #include "mcp_stdio.hpp"
 
@@ -353,8 +357,11 @@ void compare(benchmark::State& state, Db db, const std::string& sql) {
   per_iteration("server_", pipe_before, pipe.sched_stats());
   if (other != nullptr && !other_samples.empty()) {
     const double other_p50 = other_samples.quantile(0.5);
+    const double other_p99 = other_samples.quantile(0.99);
     state.counters["compare_mcp_p50_us"] = other_p50;
-    state.counters["compare_mcp_p99_us"] = other_samples.quantile(0.99);
+    state.counters["compare_mcp_p99_us"] = other_p99;
+    state.counters["p50_ratio_to_compare"] = mcp_p50 / other_p50;
+    state.counters["p99_ratio_to_compare"] = mcp_samples.quantile(0.99) / other_p99;
     state.counters["compare_added_p50_us"] = other_p50 - library_p50;
     state.counters["compare_ping_p50_us"] = other_ping_samples.quantile(0.5);
     state.counters["compare_delta_p50_us"] = deltas.quantile(0.5);
