@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -112,6 +113,19 @@ public:
     }
   }
 
+  /// The ids of the next `count` messages, each of which must be a tool
+  /// result that is not an error, in the order they arrived.
+  std::vector<json> read_results(int count, std::chrono::milliseconds each) {
+    std::vector<json> ids;
+    for (int i = 0; i < count; ++i) {
+      const auto message = read(each);
+      REQUIRE(message.has_value());
+      REQUIRE((*message)["result"]["isError"] == false);
+      ids.push_back((*message)["id"]);
+    }
+    return ids;
+  }
+
   void close_input() {
     if (write_fd_ >= 0) ::close(write_fd_);
     write_fd_ = -1;
@@ -171,13 +185,9 @@ TEST_CASE("tool calls run concurrently up to the limit and no further", "[mcp][s
   REQUIRE((*harness.read(2s))["id"] == "sync");
   REQUIRE(harness.backend.started() == 2);
   harness.backend.release();
-  std::vector<json> ids;
-  for (int i = 0; i < 5; ++i) {
-    const auto message = harness.read(5s);
-    REQUIRE(message.has_value());
-    REQUIRE((*message)["result"]["isError"] == false);
-    ids.push_back((*message)["id"]);
-  }
+  std::vector<json> ids = harness.read_results(5, 5s);
+  std::sort(ids.begin(), ids.end());
+  REQUIRE(ids == std::vector<json>{1, 2, 3, 4, 5});  // each call answered, once
   REQUIRE(harness.backend.peak() == 2);
   REQUIRE(harness.backend.started() == 5);
 }
@@ -441,14 +451,7 @@ TEST_CASE("a call beyond the running and waiting bounds is answered server_busy,
   REQUIRE((*busy)["id"] == 3);
   REQUIRE((*busy)["error"]["code"] == static_cast<int>(ErrorCode::server_busy));
   harness.backend.release();
-  std::vector<json> answered;
-  for (int i = 0; i < 2; ++i) {
-    const auto answer = harness.read(2s);
-    REQUIRE(answer.has_value());
-    REQUIRE((*answer)["result"]["isError"] == false);
-    answered.push_back((*answer)["id"]);
-  }
-  REQUIRE(answered == std::vector<json>{1, 2});  // first in, first out
+  REQUIRE(harness.read_results(2, 2s) == std::vector<json>{1, 2});  // first in, first out
   REQUIRE(harness.backend.started() == 2);
 }
 
