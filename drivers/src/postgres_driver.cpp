@@ -63,7 +63,9 @@
 #include <condition_variable>
 #include <system_error>
 #include <thread>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -228,17 +230,45 @@ private:
   int in_flight_ = 0;
 };
 
+/// The password in `file`: its bytes, one trailing line break (LF or CR LF)
+/// dropped. Unavailable, in rawtool's words, when it cannot be read or is empty.
+std::variant<std::string, Unavailable> read_password_file(const std::string& file) {
+  const auto unavailable = [](std::string_view why) { return Unavailable{Untrusted(why)}; };
+  std::FILE* stream = std::fopen(file.c_str(), "rb");
+  if (stream == nullptr) {
+    return unavailable("rawtool could not open the password file (password_file): " +
+                       std::generic_category().message(errno));
+  }
+  std::string password;
+  char buffer[4096];
+  std::size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, stream)) > 0 && password.size() <= 65536) password.append(buffer, got);
+  const bool failed = std::ferror(stream) != 0;
+  std::fclose(stream);
+  if (failed) return unavailable("rawtool could not read the password file (password_file)");
+  if (password.size() > 65536) return unavailable("the password file (password_file) is longer than 64 KiB");
+  if (password.ends_with('\n')) password.pop_back();
+  if (password.ends_with('\r')) password.pop_back();
+  if (password.empty()) return unavailable("the password file (password_file) is empty");
+  if (password.find('\0') != std::string::npos) return unavailable("the password file (password_file) holds a NUL byte");
+  return password;
+}
+
 /// Opens connections for libpqxx with PQconnectdbParams: the caller's URL or
 /// key=value string is expanded as dbname, with a connect timeout and an
 /// application name the caller's own values override.
 class ConnectPolicy final : public pqxx::connectionpolicy {
 public:
-  explicit ConnectPolicy(const std::string& conninfo) : pqxx::connectionpolicy(conninfo) {}
+  ConnectPolicy(const std::string& conninfo, std::optional<std::string> password)
+      : pqxx::connectionpolicy(conninfo), password_(std::move(password)) {}
 
   handle do_startconnect(handle orig) override {
     if (orig != nullptr) return orig;
-    const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
-    const char* const values[] = {"10", "rawtool", options().c_str(), nullptr};
+    // Keywords after dbname override what its expansion set: the password
+    // file's password replaces one in the connection string. libpq skips a
+    // keyword whose value is null.
+    const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", "password", nullptr};
+    const char* const values[] = {"10", "rawtool", options().c_str(), password_ ? password_->c_str() : nullptr, nullptr};
     handle connection = PQconnectdbParams(keywords, values, 1);
     if (connection == nullptr) throw pqxx::broken_connection{"out of memory while connecting"};
     if (PQstatus(connection) != CONNECTION_OK) {
@@ -259,6 +289,7 @@ public:
   [[nodiscard]] handle connected() const noexcept { return connected_; }
 
 private:
+  std::optional<std::string> password_;
   handle connected_ = nullptr;
 };
 
@@ -266,7 +297,8 @@ private:
 /// (throwing pqxx::broken_connection with the server's complaint).
 class Session final : public pqxx::connection_base {
 public:
-  explicit Session(const std::string& conninfo) : pqxx::connection_base(policy_), policy_(conninfo) {
+  Session(const std::string& conninfo, std::optional<std::string> password)
+      : pqxx::connection_base(policy_), policy_(conninfo, std::move(password)) {
     init();
   }
 
@@ -455,8 +487,14 @@ std::optional<Unavailable> PostgresDriver::connect() {
     if (alive) return std::nullopt;
     disconnect();
   }
+  std::optional<std::string> password;
+  if (!options_.password_file.empty()) {
+    auto read = read_password_file(options_.password_file);
+    if (auto* unavailable = std::get_if<Unavailable>(&read)) return std::move(*unavailable);
+    password = std::move(std::get<std::string>(read));
+  }
   try {
-    auto session = std::make_unique<Session>(conninfo_);
+    auto session = std::make_unique<Session>(conninfo_, std::move(password));
     conn_ = session->handle();
     session_ = std::move(session);
   } catch (const std::exception& e) {
@@ -921,8 +959,13 @@ bool PostgresDriver::end_backend() {
   // A second connection of the same role may end this one's backend: it is
   // what PostgreSQL allows without pg_signal_backend. Made and used without
   // blocking, so that a server that hangs cannot hold the call past the deadline.
-  const char* const keywords[] = {"fallback_application_name", "dbname", nullptr};
-  const char* const values[] = {"rawtool", conninfo_.c_str(), nullptr};
+  std::optional<std::string> password;
+  if (!options_.password_file.empty()) {
+    auto read = read_password_file(options_.password_file);
+    if (auto* text = std::get_if<std::string>(&read)) password = std::move(*text);
+  }
+  const char* const keywords[] = {"fallback_application_name", "dbname", "password", nullptr};
+  const char* const values[] = {"rawtool", conninfo_.c_str(), password ? password->c_str() : nullptr, nullptr};
   {
     std::unique_ptr<PGconn, ConnectionDeleter> side(PQconnectStartParams(keywords, values, 1));
     if (side == nullptr || PQstatus(side.get()) == CONNECTION_BAD) return false;

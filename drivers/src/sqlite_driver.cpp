@@ -406,7 +406,8 @@ private:
     }
     const bool read_only = mode_ == AccessMode::read_only;
     const bool in_memory = path_ == ":memory:";
-    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_EXRESCODE;
+    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_EXRESCODE;
+    if (!read_only && (options_.create_if_missing || in_memory)) flags |= SQLITE_OPEN_CREATE;
     std::string name = path_;
     const char* vfs = nullptr;
     if (!in_memory) {

@@ -207,6 +207,12 @@ struct PostgresOptions {
   /// Runs read-only statements even where the audit refuses them; for
   /// trusted setups only.
   bool allow_privileged_read_only = false;
+  /// A file holding the password (its whole content, one trailing line break
+  /// dropped), read afresh each time the driver connects, so a rotated secret
+  /// is picked up; it takes the place of a password in the connection string.
+  /// Empty: none. A file that cannot be read makes the connection Unavailable
+  /// with a complaint in rawtool's words.
+  std::string password_file;
 };
 
 /// A PostgreSQL driver for a libpq connection string or URL; an empty string
@@ -246,6 +252,11 @@ std::string_view sqlite_read_only_wal_name(SqliteReadOnlyWal value) noexcept;
 struct SqliteOptions {
   /// Used in read-only mode only; a read-write driver creates what SQLite needs.
   SqliteReadOnlyWal read_only_wal = SqliteReadOnlyWal::existing_files;
+  /// Read-write mode only: whether opening a database file that does not exist
+  /// creates it. When false, a missing file is Unavailable, as in read-only
+  /// mode, so a mistyped or vanished path never becomes an empty database. A
+  /// configuration file sets it false unless it says otherwise.
+  bool create_if_missing = true;
 };
 
 /// A SQLite driver for a file path or ":memory:". The path is always a file

@@ -70,7 +70,9 @@ Engine engine_of(const DatabaseConfig& db) {
 
 std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access, db.sqlite);
-  return make_postgres_driver(db.target);
+  PostgresOptions options;
+  options.password_file = db.password_file.string();
+  return make_postgres_driver(db.target, options);
 }
 
 Reply to_reply(render::Rendered rendered, bool is_error) {
