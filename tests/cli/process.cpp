@@ -102,6 +102,7 @@ RunningRawtool::RunningRawtool(const std::vector<std::string>& args, const RunOp
         ::tcsetattr(slave, TCSANOW, &settings);
       }
       ::dup2(slave, STDERR_FILENO);
+      if (options.stdin_is_terminal) ::dup2(slave, STDIN_FILENO);
     } else {
       ::dup2(err_pipe[1], STDERR_FILENO);
     }

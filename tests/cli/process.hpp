@@ -30,6 +30,8 @@ struct RunOptions {
   /// typed there (RunningRawtool::type) interrupts it as at a shell. Output
   /// post-processing is off, so its bytes arrive as written.
   bool stderr_is_terminal = false;
+  /// With stderr_is_terminal: stdin is that terminal too (stdin_bytes are not sent).
+  bool stdin_is_terminal = false;
   /// A program that starts the binary: the child runs these words (found on
   /// PATH), then the binary's path and the arguments. Empty: the binary runs
   /// directly.
