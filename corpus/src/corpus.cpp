@@ -1,5 +1,7 @@
 #include <rawtool/corpus.hpp>
 
+#include <rawtool/render/bytes.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -89,83 +91,6 @@ bool contains(std::span<const std::string_view> set, std::string_view value) {
   return std::find(set.begin(), set.end(), value) != set.end();
 }
 
-// Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF.
-bool is_valid_utf8(std::string_view bytes) {
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    const auto lead = static_cast<unsigned char>(bytes[i]);
-    std::size_t length = 0;
-    std::uint32_t min = 0;
-    std::uint32_t cp = 0;
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-      min = 0x80;
-      cp = lead & 0x1Fu;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      min = 0x800;
-      cp = lead & 0x0Fu;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      min = 0x10000;
-      cp = lead & 0x07u;
-    } else {
-      return false;
-    }
-    if (bytes.size() - i < length) return false;
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(bytes[i + k]);
-      if ((next & 0xC0u) != 0x80u) return false;
-      cp = (cp << 6) | (next & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += length;
-  }
-  return true;
-}
-
-// RFC 4648 base64 with padding, nothing else: no whitespace, no URL alphabet.
-std::optional<std::string> decode_base64(std::string_view text) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  if (text.empty() || text.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    std::array<int, 4> v{};
-    int padding = 0;
-    for (std::size_t k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      if (c == '=' && last && k >= 2) {
-        ++padding;
-        v[k] = 0;
-        continue;
-      }
-      if (padding > 0) return std::nullopt;  // data after '='
-      v[k] = value_of(c);
-      if (v[k] < 0) return std::nullopt;
-    }
-    const auto group = static_cast<std::uint32_t>((v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3]);
-    out.push_back(static_cast<char>((group >> 16) & 0xFFu));
-    if (padding < 2) out.push_back(static_cast<char>((group >> 8) & 0xFFu));
-    if (padding < 1) out.push_back(static_cast<char>(group & 0xFFu));
-    // Non-canonical encodings (set bits under the padding) would give two spellings of one value.
-    if ((padding == 1 && (v[2] & 0x3) != 0) || (padding == 2 && (v[1] & 0xF) != 0)) return std::nullopt;
-  }
-  return out;
-}
-
 class EntryReader {
 public:
   EntryReader(Collection collection, std::string source) : collection_(collection), source_(std::move(source)) {}
@@ -244,9 +169,9 @@ public:
     if (has_text) {
       c.bytes = required_string(entry, "text");
     } else {
-      auto decoded = decode_base64(required_string(entry, "base64"));
+      auto decoded = render::decode_base64(required_string(entry, "base64"));
       if (!decoded) fail("\"base64\" is not canonical, padded base64");
-      if (is_valid_utf8(*decoded)) fail("\"base64\" holds valid UTF-8: write it as \"text\"");
+      if (render::is_valid_utf8(*decoded)) fail("\"base64\" holds valid UTF-8: write it as \"text\"");
       c.bytes = std::move(*decoded);
       c.valid_utf8 = false;
     }

@@ -53,7 +53,7 @@
 #include <pqxx/connectionpolicy>
 #include <pqxx/except>
 
-#include <openssl/evp.h>
+#include <rawtool/crypto.hpp>
 
 #include <poll.h>
 
@@ -154,43 +154,6 @@ std::size_t bytea_length(const char* text, std::size_t length) {
   return decoded;
 }
 
-/// SHA-256 over fields, each framed as an 8-byte big-endian length and its
-/// bytes (the framing Failure::Withheld documents).
-class FieldDigest {
-public:
-  FieldDigest() : context_(EVP_MD_CTX_new()) {
-    ok_ = context_ != nullptr && EVP_DigestInit_ex(context_, EVP_sha256(), nullptr) == 1;
-  }
-  ~FieldDigest() { EVP_MD_CTX_free(context_); }
-  FieldDigest(const FieldDigest&) = delete;
-  FieldDigest& operator=(const FieldDigest&) = delete;
-
-  void add(std::string_view field) {
-    unsigned char length[8];
-    std::uint64_t size = field.size();
-    for (int i = 7; i >= 0; --i) {
-      length[i] = static_cast<unsigned char>(size & 0xFFU);
-      size >>= 8U;
-    }
-    ok_ = ok_ && EVP_DigestUpdate(context_, length, sizeof length) == 1 &&
-          EVP_DigestUpdate(context_, field.data(), field.size()) == 1;
-  }
-
-  /// Lower-case hex; empty when the digest could not be computed.
-  std::string hex() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    if (!ok_ || EVP_DigestFinal_ex(context_, digest, &length) != 1) return {};
-    std::string out;
-    out.reserve(length * 2);
-    for (unsigned int i = 0; i < length; ++i) out += fmt::format("{:02x}", digest[i]);
-    return out;
-  }
-
-private:
-  EVP_MD_CTX* context_;
-  bool ok_ = false;
-};
 
 /// Cancel requests in flight. PQcancel blocks until the server has taken the
 /// request, and a hung server never takes it, so each request runs on a
@@ -333,16 +296,6 @@ public:
       canceller = canceller_;
     }
     cancels_->start(std::move(canceller));
-  }
-
-  /// A SELECT 1 through execute, so the same deadline holds. Read-write mode
-  /// because it writes nothing and a privileged role's read-only refusal is
-  /// not a fault of the connection.
-  Health health() override {
-    Limits limits;
-    limits.statement_timeout = milliseconds(1000);
-    const Outcome outcome = execute("SELECT 1", {}, limits, AccessMode::read_write);
-    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
   }
 
   std::variant<DatabaseReport, Unavailable> inspect() override {
@@ -698,15 +651,15 @@ Failure PostgresDriver::failure_of(const PGresult* result, const Limits& limits)
   }
   // Too large to keep: hashed where libpq holds it, and only a prefix of each
   // field copied, for the operator's log. The renderer refuses it.
-  FieldDigest digest;
+  crypto::Sha256 digest;  // in the framing of Failure::Withheld
   for (const auto& [code, member] : fields) {
     const char* text = PQresultErrorField(result, code);
     const std::string_view field = text == nullptr ? std::string_view() : std::string_view(text);
-    digest.add(field);
+    digest.update_field(field);
     failure.*member = Untrusted(field.substr(0, Failure::failure_prefix_bytes));
   }
-  digest.add({});  // the statement, which the driver does not put in a failure
-  failure.withheld = Failure::Withheld{total, digest.hex()};
+  digest.update_field({});  // the statement, which the driver does not put in a failure
+  failure.withheld = Failure::Withheld{total, digest.hex_digest()};
   return failure;
 }
 

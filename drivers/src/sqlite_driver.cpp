@@ -254,14 +254,7 @@ public:
     if (db_ != nullptr) sqlite3_interrupt(db_);
   }
 
-  /// A SELECT 1 through execute, under the default limits: the same deadline,
-  /// the same checks on opening, the same cleanup.
-  Health health() override {
-    const Outcome outcome = execute("SELECT 1", {}, Limits{}, AccessMode::read_only);
-    return std::holds_alternative<Rows>(outcome) ? Health::ok : Health::unavailable;
-  }
-
-  /// Through execute, like health(): opening is checked the same way (a WAL
+  /// Through execute: opening is checked the same way (a WAL
   /// database read-only mode cannot read without making files is reported
   /// with the refusal's words).
   std::variant<DatabaseReport, Unavailable> inspect() override {

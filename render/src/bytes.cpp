@@ -14,6 +14,18 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) noexcept {
 
 bool is_valid_utf8(std::string_view bytes) noexcept { return detail::is_valid_utf8(bytes); }
 
+std::optional<std::size_t> code_point_count(std::string_view bytes) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < bytes.size(); ++count) {
+    char32_t cp = 0;
+    const std::size_t length = detail::decode_utf8(p + i, bytes.size() - i, cp);
+    if (length == 0) return std::nullopt;
+    i += length;
+  }
+  return count;
+}
+
 std::string encode_base64(std::string_view bytes) {
   static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;

@@ -32,7 +32,7 @@ std::array<Field, 4> notice_fields(const Notice& n) {
 void append_field(std::string& t, std::string_view label, const Untrusted& value, const RenderOptions& options) {
   t += label;
   t += ":\n";
-  quote_lines(t, bytes(value), "> ", options.ascii_only);
+  quote_lines(t, bytes(value), contract::quote_prefix, options.ascii_only);
 }
 
 std::size_t notice_bytes(const std::vector<Notice>& notices) {
@@ -48,7 +48,7 @@ std::size_t notice_bytes(const std::vector<Notice>& notices) {
 void append_notices(std::string& t, const std::vector<Notice>& notices, const RenderOptions& options) {
   for (std::size_t i = 0; i < notices.size(); ++i) {
     const Notice& n = notices[i];
-    t += fmt::format("rawtool: notice {} of {}", i + 1, notices.size());
+    t += fmt::format("{}notice {} of {}", contract::own_prefix, i + 1, notices.size());
     if (severity_shown(n)) t += fmt::format("; severity={}", bytes(n.severity));
     if (sqlstate_shown(n)) {
       const auto condition = sqlstate_condition(bytes(n.sqlstate));

@@ -13,9 +13,6 @@ namespace rawtool::render {
 
 namespace {
 
-constexpr std::array<Status, 6> all_statuses{Status::invalid_arguments, Status::not_found, Status::timeout,
-                                             Status::unavailable,       Status::execution_failed, Status::refused};
-
 std::string_view explanation(Status status) {
   switch (status) {
     case Status::invalid_arguments: return "the parameters do not match the query's declared parameters";
@@ -30,10 +27,8 @@ std::string_view explanation(Status status) {
 
 // A log reference is the tool's own token; anything else is a caller's bug.
 void check_reference(std::string_view reference) {
-  const bool ok = !reference.empty() && reference.size() <= 128 && std::all_of(reference.begin(), reference.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == ':';
-  });
-  if (!ok) throw std::invalid_argument("render_status: a log reference must match ^[A-Za-z0-9._:-]{1,128}$");
+  if (!contract::is_log_reference(reference))
+    throw std::invalid_argument("render_status: a log reference must match ^[A-Za-z0-9._:-]{1,128}$");
 }
 
 }  // namespace
@@ -50,21 +45,16 @@ std::string_view status_name(Status status) noexcept {
   return "unknown";
 }
 
-std::optional<Status> parse_status(std::string_view name) noexcept {
-  for (Status s : all_statuses)
-    if (status_name(s) == name) return s;
-  return std::nullopt;
-}
-
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
   check_reference(log_reference);
   Rendered r;
+  const std::string_view own = contract::own_prefix;
   r.text = fmt::format(
-      "rawtool: certified query failed; status={}; query={}; reference={}\n"
-      "rawtool: {}. The certified path shows no database text; an operator can find the details in the server log under the reference.\n"
-      "rawtool: end of reply; path={}; engine={}; database={}; elapsed_ms={}\n",
-      status_name(status), provenance.certified_name.str(), log_reference, explanation(status), detail::path_text(provenance),
-      engine_name(provenance.engine), provenance.database_label.str(), detail::elapsed_ms_text(provenance));
+      "{}certified query failed; status={}; query={}; reference={}\n"
+      "{}{}. The certified path shows no database text; an operator can find the details in the server log under the reference.\n"
+      "{}end of reply; path={}; engine={}; database={}; elapsed_ms={}\n",
+      own, status_name(status), provenance.certified_name.str(), log_reference, own, explanation(status), own,
+      detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), detail::elapsed_ms_text(provenance));
   r.structured = {
       {"kind", "certified_status"},
       {"status", std::string(status_name(status))},
@@ -81,11 +71,11 @@ Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
   Rendered r;
   r.refused = true;
   std::string& t = r.text;
-  t = fmt::format("rawtool: refused; reason={}; path={}; engine={}; database={}\n", refusal_reason_name(refusal.reason), detail::path_text(provenance),
+  t = fmt::format("{}refused; reason={}; path={}; engine={}; database={}\n", contract::own_prefix, refusal_reason_name(refusal.reason), detail::path_text(provenance),
                   engine_name(provenance.engine), provenance.database_label.str());
   // The explanation is rawtool's own text; it is still escaped, so that a
   // mistake upstream cannot put a raw control or a line of its own here.
-  detail::quote_lines(t, refusal.explanation.view(), "rawtool: ", false);
+  detail::quote_lines(t, refusal.explanation.view(), contract::own_prefix, false);
   r.structured = {
       {"kind", "refusal"},
       {"reason", std::string(refusal_reason_name(refusal.reason))},

@@ -414,7 +414,7 @@ TEST_CASE("a connection terminated between calls is replaced before the next sta
   pg_admin("SELECT pg_terminate_backend(" + pid + ", 5000)");  // returns once the backend has ended
   const std::string next_pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   CHECK(next_pid != pid);
-  CHECK(driver->health() == rawtool::Health::ok);
+  CHECK(std::holds_alternative<rawtool::DatabaseReport>(driver->inspect()));
 }
 
 TEST_CASE("a server that cannot be reached is unavailable, with the complaint kept for the log", "[postgres][connection]") {
@@ -422,7 +422,7 @@ TEST_CASE("a server that cannot be reached is unavailable, with the complaint ke
   const auto outcome = run(*driver, "SELECT 1");
   const Unavailable& unavailable = expect<Unavailable>(outcome);
   CHECK_FALSE(unavailable.complaint.empty());
-  CHECK(driver->health() == rawtool::Health::unavailable);
+  CHECK(std::holds_alternative<rawtool::Unavailable>(driver->inspect()));
 }
 
 TEST_CASE("a wrong password or role is unavailable, not a failure of the statement", "[postgres][connection]") {

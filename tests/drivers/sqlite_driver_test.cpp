@@ -487,12 +487,12 @@ TEST_CASE("a read-only driver refuses read-write calls, and a missing file is un
   auto missing = rawtool::make_sqlite_driver(scratch.path("missing.db").string(), AccessMode::read_only);
   expect<rawtool::Unavailable>(run(*missing, "SELECT 1"));
   CHECK_FALSE(fs::exists(scratch.path("missing.db")));
-  CHECK(missing->health() == rawtool::Health::unavailable);
+  CHECK(std::holds_alternative<rawtool::Unavailable>(missing->inspect()));
 
   scratch.setup("CREATE TABLE t (x)");
   auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
   CHECK(refusal_reason(run(*driver, "INSERT INTO t VALUES (1)", {}, AccessMode::read_write)) == RefusalReason::read_only);
-  CHECK(driver->health() == rawtool::Health::ok);
+  CHECK(std::holds_alternative<rawtool::DatabaseReport>(driver->inspect()));
 }
 
 TEST_CASE(":memory: in read-only mode is an empty database that answers expressions", "[sqlite][read_only]") {
@@ -759,7 +759,7 @@ TEST_CASE("sqlite a timed-out or cancelled statement leaves a next call that wor
     writer.run("CREATE TABLE after_cancel (y); INSERT INTO t VALUES (3)");
   }
   CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "3");
-  CHECK(driver->health() == rawtool::Health::ok);
+  CHECK(std::holds_alternative<rawtool::DatabaseReport>(driver->inspect()));
 }
 
 TEST_CASE("sqlite an interrupted read-write statement leaves nothing of its work and no lock behind",
@@ -863,7 +863,7 @@ TEST_CASE("a read-only sqlite driver refuses a WAL database nothing else has ope
     CHECK(refusal.reason == RefusalReason::not_permitted);
     CHECK(refusal.explanation.str().find("WAL") != std::string::npos);
     CHECK(refusal.explanation.str().find("sqlite_read_only_wal") != std::string::npos);
-    CHECK(driver->health() == rawtool::Health::unavailable);
+    CHECK(std::holds_alternative<rawtool::Unavailable>(driver->inspect()));
   }
   CHECK(scratch.files() == files_before);
   // A -wal left with content and no -shm: reading would create the -shm.

@@ -41,7 +41,6 @@ public:
     return *failure_;
   }
   void cancel() noexcept override {}
-  rawtool::Health health() override { return rawtool::Health::ok; }
   std::variant<rawtool::DatabaseReport, rawtool::Unavailable> inspect() override { return rawtool::DatabaseReport{}; }
 
 private:

@@ -98,7 +98,6 @@ public:
     script_.changed.notify_all();
   }
 
-  rawtool::Health health() override { return rawtool::Health::ok; }
   std::variant<rawtool::DatabaseReport, rawtool::Unavailable> inspect() override { return rawtool::DatabaseReport{}; }
 
 private:

@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <string_view>
+
 #include <stdexcept>
 #include <string>
 
@@ -28,11 +31,11 @@ Provenance certified_provenance() {
 }
 }  // namespace
 
-TEST_CASE("status names and parsing are a closed round trip", "[render][status]") {
+TEST_CASE("every status has a name of its own", "[render][status]") {
+  std::set<std::string_view> names;
   for (Status s : {Status::invalid_arguments, Status::not_found, Status::timeout, Status::unavailable, Status::execution_failed, Status::refused})
-    CHECK(rawtool::render::parse_status(rawtool::render::status_name(s)) == s);
-  CHECK_FALSE(rawtool::render::parse_status("ok").has_value());
-  CHECK_FALSE(rawtool::render::parse_status("").has_value());
+    CHECK(names.insert(rawtool::render::status_name(s)).second);
+  CHECK(names.count("unknown") == 0);
 }
 
 TEST_CASE("a certified status carries the status and the reference, on both surfaces", "[render][status]") {

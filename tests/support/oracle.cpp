@@ -1,5 +1,9 @@
 #include "oracle.hpp"
 
+#include <rawtool/render/contract.hpp>
+
+#include <openssl/evp.h>
+
 // Written independently of render/, so that a bug there is not mirrored
 // here: the escape set is read from the Unicode data files (not from the
 // table render/tools/generate_tables.cpp makes of them), and the UTF-8
@@ -14,6 +18,8 @@
 #include <vector>
 
 namespace rawtool::test {
+
+namespace contract = rawtool::render::contract;
 
 namespace {
 
@@ -147,20 +153,17 @@ bool is_lower_hex(std::string_view s) {
   return true;
 }
 
-bool is_label(std::string_view line) {
-  if (line.size() < 2 || line.back() != ':' || line[0] < 'a' || line[0] > 'z') return false;
-  for (char c : line.substr(0, line.size() - 1))
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ' || c == '_')) return false;
-  return true;
-}
+bool is_label(std::string_view line) { return contract::is_label_line(line); }
 
 // "row 12: " -> the rest of the line; nullopt if `line` is not a row line.
 std::optional<std::string_view> row_body(std::string_view line) {
-  if (!line.starts_with("row ")) return std::nullopt;
-  std::size_t i = 4;
+  if (!line.starts_with(contract::row_prefix)) return std::nullopt;
+  std::size_t i = contract::row_prefix.size();
   while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
-  if (i == 4 || line.substr(i, 2) != ": ") return std::nullopt;
-  return line.substr(i + 2);
+  if (i == contract::row_prefix.size() || line.substr(i, contract::row_number_end.size()) != contract::row_number_end) {
+    return std::nullopt;
+  }
+  return line.substr(i + contract::row_number_end.size());
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -194,8 +197,8 @@ std::string read_quoted(std::string_view s, std::size_t& pos) {
 
 bool read_separator(std::string_view s, std::size_t& pos) {
   if (pos == s.size()) return false;
-  if (s.substr(pos, 3) != " | ") throw std::runtime_error("expected \" | \" between cells");
-  pos += 3;
+  if (s.substr(pos, contract::cell_separator.size()) != contract::cell_separator) throw std::runtime_error("expected \" | \" between cells");
+  pos += contract::cell_separator.size();
   return true;
 }
 
@@ -204,7 +207,7 @@ std::vector<std::optional<std::string>> parse_row(std::string_view body) {
   std::size_t pos = 0;
   if (body.empty()) return cells;
   do {
-    if (body.substr(pos, 4) == "NULL" && (pos + 4 == body.size() || body.substr(pos + 4, 3) == " | ")) {
+    if (body.substr(pos, 4) == "NULL" && (pos + 4 == body.size() || body.substr(pos + 4, contract::cell_separator.size()) == contract::cell_separator)) {
       cells.emplace_back(std::nullopt);
       pos += 4;
     } else {
@@ -234,11 +237,12 @@ std::vector<std::string> parse_columns(std::string_view body) {
   return names;
 }
 
-// The nonce a marker line carries: "nonce " followed by 32 lower-case hex digits.
+// The nonce a marker line carries: "nonce " followed by its hex digits.
 std::optional<std::string> marker_nonce(std::string_view line) {
-  const auto at = line.find("nonce ");
-  if (at == std::string_view::npos || line.size() < at + 6 + 32) return std::nullopt;
-  const auto nonce = line.substr(at + 6, 32);
+  constexpr std::string_view word = "nonce ";
+  const auto at = line.find(word);
+  if (at == std::string_view::npos || line.size() < at + word.size() + contract::nonce_hex_digits) return std::nullopt;
+  const auto nonce = line.substr(at + word.size(), contract::nonce_hex_digits);
   if (!is_lower_hex(nonce)) return std::nullopt;
   return std::string(nonce);
 }
@@ -388,10 +392,10 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
     const std::string_view line = lines[n];
     const std::string where = "line " + std::to_string(n + 1) + ": ";
     try {
-      if (line.starts_with("rawtool: ")) {
-        const bool begin = line.starts_with("rawtool: ---- begin ");
-        const bool end = line.starts_with("rawtool: ---- end ");
-        const bool trailer = line.starts_with("rawtool: end of rows, nonce ");
+      if (line.starts_with(contract::own_prefix)) {
+        const bool begin = line.starts_with(contract::begin_marker_prefix);
+        const bool end = line.starts_with(contract::end_marker_prefix);
+        const bool trailer = line.starts_with(contract::rows_trailer_prefix);
         if (begin || end || trailer) {
           const auto nonce = marker_nonce(line);
           if (!nonce) {
@@ -405,12 +409,12 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
             else open_markers.pop_back();
           }
         }
-      } else if (line.starts_with("> ")) {
-        const auto body = line.substr(2);
+      } else if (line.starts_with(contract::quote_prefix)) {
+        const auto body = line.substr(contract::quote_prefix.size());
         if (starts_with_combining_mark(body)) problems.push_back(where + "a quoted line opens with a raw combining mark");
         if (!decode_escapes(body)) problems.push_back(where + "a quoted line does not decode");
-      } else if (line.starts_with("columns: ")) {
-        (void)parse_columns(line.substr(9));
+      } else if (line.starts_with(contract::columns_prefix)) {
+        (void)parse_columns(line.substr(contract::columns_prefix.size()));
       } else if (auto body = row_body(line)) {
         (void)parse_row(*body);
       } else if (!is_label(line)) {
@@ -435,8 +439,8 @@ std::vector<std::pair<std::string, std::string>> quoted_fields(std::string_view 
       fields.emplace_back(std::string(line.substr(0, line.size() - 1)), std::string());
       in_field = true;
       first_line = true;
-    } else if (in_field && line.starts_with("> ")) {
-      auto decoded = decode_escapes(line.substr(2));
+    } else if (in_field && line.starts_with(contract::quote_prefix)) {
+      auto decoded = decode_escapes(line.substr(contract::quote_prefix.size()));
       if (!decoded) throw std::runtime_error("a quoted line does not decode");
       if (!first_line) fields.back().second.push_back('\n');
       fields.back().second += *decoded;
@@ -457,7 +461,7 @@ std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view 
 
 std::vector<std::string> column_names(std::string_view text) {
   for (const auto line : split_lines(text))
-    if (line.starts_with("columns: ")) return parse_columns(line.substr(9));
+    if (line.starts_with(contract::columns_prefix)) return parse_columns(line.substr(contract::columns_prefix.size()));
   throw std::runtime_error("no columns line");
 }
 
@@ -466,36 +470,24 @@ std::optional<std::string> json_bytes(const nlohmann::json& value) {
   if (!value.is_object() || value.size() != 3 || value.value("encoding", "") != "base64" || value.value("invalid_utf8", false) != true ||
       !value.contains("base64") || !value["base64"].is_string())
     return std::nullopt;
+  // Decoded by OpenSSL, not by render's own decoder: the check must not share
+  // a mistake with the encoder it checks.
   const auto& text = value["base64"].get_ref<const std::string&>();
-  if (text.size() % 4 != 0) return std::nullopt;
-  auto sextet = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    const int pad = last ? (text[i + 3] == '=' ? (text[i + 2] == '=' ? 2 : 1) : 0) : 0;
-    std::uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + static_cast<std::size_t>(k)];
-      int d = 0;
-      if (k >= 4 - pad) {
-        if (c != '=') return std::nullopt;
-      } else {
-        d = sextet(c);
-        if (d < 0) return std::nullopt;
-      }
-      v = (v << 6) | static_cast<std::uint32_t>(d);
-    }
-    out.push_back(static_cast<char>((v >> 16) & 0xFF));
-    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xFF));
-    if (pad < 1) out.push_back(static_cast<char>(v & 0xFF));
+  const auto first_pad = text.find('=');
+  if (text.size() % 4 != 0 ||
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string::npos ||
+      (first_pad != std::string::npos &&
+       (first_pad + 2 < text.size() || text.find_first_not_of('=', first_pad) != std::string::npos))) {
+    return std::nullopt;  // padding only at the very end, at most two
   }
+  std::string out(text.size() / 4 * 3, '\0');
+  const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (decoded < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding's bytes as zeros: take them off.
+  std::size_t padding = 0;
+  if (!text.empty() && text.back() == '=') padding = text[text.size() - 2] == '=' ? 2 : 1;
+  out.resize(static_cast<std::size_t>(decoded) - padding);
   return out;
 }
 

@@ -48,8 +48,6 @@ struct Limits {
 /// (dates and timestamps travel as validated text). Never spliced into SQL.
 using Parameter = std::variant<std::monostate, std::int64_t, double, bool, std::string>;
 
-enum class Health { ok, unavailable };
-
 /// Kinds of hazard: what a connection's role or server allows that a READ ONLY
 /// transaction, rolled back, does not contain.
 enum class HazardKind {
@@ -169,10 +167,6 @@ public:
   /// Cancels the statement running in execute(), if any; then execute returns
   /// Refusal{cancelled}. Thread-safe; a no-op when nothing runs.
   virtual void cancel() noexcept = 0;
-
-  /// Connects if needed and checks the connection with a trivial round trip,
-  /// under a short deadline. Like execute, it must not overlap execute.
-  virtual Health health() = 0;
 
   /// Connects if needed and reports the server and every hazard the driver
   /// checks for (read afresh, not from a cache). Like execute, it must not

@@ -1,4 +1,6 @@
 #include <rawtool/catalog.hpp>
+
+#include <rawtool/render/bytes.hpp>
 #include <rawtool/config.hpp>
 
 #include "lib/detail/crypto.hpp"
@@ -73,43 +75,6 @@ bool valid_timestamp(std::string_view s) {
          digits(s, pos + 4, 2, zone_minute) && zone_hour <= 15 && zone_minute <= 59;
 }
 
-// Counts code points; nullopt when `s` is not valid UTF-8 (overlongs,
-// surrogates and values past U+10FFFF included).
-std::optional<std::size_t> utf8_length(std::string_view s) {
-  std::size_t count = 0;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    auto b = static_cast<unsigned char>(s[i]);
-    std::size_t extra = 0;
-    std::uint32_t cp = 0;
-    if (b < 0x80) {
-      cp = b;
-    } else if (b >= 0xC2 && b <= 0xDF) {
-      extra = 1;
-      cp = b & 0x1FU;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      extra = 2;
-      cp = b & 0x0FU;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      extra = 3;
-      cp = b & 0x07U;
-    } else {
-      return std::nullopt;
-    }
-    if (extra > 0 && i + extra >= s.size()) return std::nullopt;
-    for (std::size_t k = 1; k <= extra; ++k) {
-      auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xC0U) != 0x80U) return std::nullopt;
-      cp = (cp << 6U) | (c & 0x3FU);
-    }
-    if ((extra == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (extra == 3 && (cp < 0x10000 || cp > 0x10FFFF))) {
-      return std::nullopt;
-    }
-    i += extra + 1;
-    ++count;
-  }
-  return count;
-}
 
 std::optional<std::int64_t> parse_int64(std::string_view s) {
   std::int64_t value = 0;
@@ -171,7 +136,7 @@ Converted convert(const ParameterSpec& spec, const json& value) {
     case ParameterType::text: {
       if (!value.is_string()) return {std::nullopt, std::string("must be a string, not ") + detail::json_kind(value)};
       const auto& s = value.get_ref<const std::string&>();
-      auto length = utf8_length(s);
+      auto length = render::code_point_count(s);
       if (!length) return {std::nullopt, "is not valid UTF-8"};
       if (s.find('\0') != std::string::npos) return {std::nullopt, "contains a NUL character"};
       if (spec.max_length && *length > *spec.max_length) {

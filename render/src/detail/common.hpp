@@ -3,6 +3,8 @@
 // Pieces every surface shares: nonces, hashing, the header-field grammars,
 // provenance, and the post-render self-check. Private to render/ and test support.
 
+#include <rawtool/crypto.hpp>
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/surface.hpp>
 
 #include <cstdint>
@@ -13,26 +15,12 @@
 
 namespace rawtool::render::detail {
 
-/// 32 lower-case hex digits from 16 bytes of OpenSSL RAND_bytes; a fresh
-/// value per call. Throws std::runtime_error when the generator fails.
+/// contract::nonce_hex_digits lower-case hex digits from the CSPRNG, fresh
+/// each call. Throws std::runtime_error when the generator fails.
 std::string fresh_nonce();
 
-/// Incremental SHA-256 (OpenSSL EVP), finished as 64 lower-case hex digits.
-class Sha256 {
-public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void update(std::string_view bytes);
-  /// Appends the length of `bytes` as 8 bytes big-endian, then the bytes: a
-  /// sequence of such fields hashes unambiguously.
-  void update_field(std::string_view bytes);
-  std::string hex_digest();
-
-private:
-  void* ctx_;
-};
+/// SHA-256 with field framing, as every digest rawtool shows is computed.
+using Sha256 = crypto::Sha256;
 
 /// ^[0-9A-Z]{5}$
 bool valid_sqlstate(std::string_view code) noexcept;

@@ -19,6 +19,10 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) noexcept;
 /// True when every byte of `bytes` belongs to a well-formed UTF-8 sequence.
 bool is_valid_utf8(std::string_view bytes) noexcept;
 
+/// The number of code points in `bytes`, or std::nullopt when it is not
+/// well-formed UTF-8 (the same definition as above).
+std::optional<std::size_t> code_point_count(std::string_view bytes) noexcept;
+
 /// Standard base64 (RFC 4648 alphabet, padded).
 std::string encode_base64(std::string_view bytes);
 

@@ -13,7 +13,6 @@ enum class Status { invalid_arguments, not_found, timeout, unavailable, executio
 
 /// The status's stable name, e.g. "execution_failed".
 std::string_view status_name(Status status) noexcept;
-std::optional<Status> parse_status(std::string_view name) noexcept;
 
 /// Renders a status-only reply: the status, the certified query's name (a
 /// validated catalog identifier), a log reference, and a short explanation the
