@@ -292,7 +292,10 @@ public:
     {
       std::lock_guard lock(cancel_mutex_);
       if (!running_ || canceller_ == nullptr) return;
-      cancel_requested_.store(true);
+      // One request per call: a statement that ignores it is ended after the
+      // grace whatever more come (see wait_for_input), so callers may repeat
+      // cancel() until the call returns without a thread and a connection each.
+      if (cancel_requested_.exchange(true)) return;
       canceller = canceller_;
     }
     cancels_->start(std::move(canceller));
@@ -698,7 +701,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
         if (!budget.has_columns() && budget.open()) take_columns(r);
         if (!budget.open()) {
           budget.offer(0);  // drained after the cap: counted, never kept
-          ++rows_seen_;
+          report_rows_read(++rows_seen_);
           break;
         }
         // The row is built first so the byte cap counts what would be kept
@@ -716,7 +719,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
           row_bytes += PQftype(r, c) == bytea_oid ? bytea_length(PQgetvalue(r, 0, c), length) : length;
         }
         largest_message_ = std::max(largest_message_, message_bytes);
-        ++rows_seen_;
+        report_rows_read(++rows_seen_);
         if (budget.offer(row_bytes)) {
           std::vector<Cell> row(static_cast<std::size_t>(count));
           for (int c = 0; c < count; ++c) {
@@ -1225,6 +1228,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   cancel_sent_ = false;
   largest_message_ = 0;
   rows_seen_ = 0;
+  report_rows_read(0);
   deadline_ = call.started + limits.statement_timeout + client_grace;
 
   // The statement's notices are collected from before anything is sent until

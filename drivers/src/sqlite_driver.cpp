@@ -607,8 +607,9 @@ private:
 
     int stepped = SQLITE_ROW;
     std::uint64_t rows_seen = 0;  // for a failure after some rows: Failure::rows_before_failure
+    report_rows_read(0);
     while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) {
-      ++rows_seen;
+      report_rows_read(++rows_seen);
       std::uint64_t row_bytes = 0;
       for (int c = 0; c < column_count; ++c) {
         const int type = sqlite3_column_type(statement, c);

@@ -2,6 +2,7 @@
 
 #include <rawtool/outcome.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -102,6 +103,14 @@ public:
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
 
+  /// Where execute() reports how many rows the running statement has read so
+  /// far, kept or not (rows past a cap are read to be counted, and count), for
+  /// a progress display; null for nowhere. Set by the thread that calls
+  /// execute, between calls. The driver stores each new count with a relaxed
+  /// store as rows arrive, so any thread may load it at any time. The counter
+  /// must outlive the calls it is set for.
+  void report_rows_to(std::atomic<std::uint64_t>* rows_read) noexcept { rows_read_ = rows_read; }
+
   [[nodiscard]] virtual Engine engine() const noexcept = 0;
 
   /// Runs exactly one statement under `limits` and `mode`. Returns Rows, the
@@ -172,6 +181,15 @@ public:
   /// checks for (read afresh, not from a cache). Like execute, it must not
   /// overlap execute. Unavailable when no connection could be had.
   virtual std::variant<DatabaseReport, Unavailable> inspect() = 0;
+
+protected:
+  /// For implementations: the running statement has read `rows` rows so far.
+  void report_rows_read(std::uint64_t rows) const noexcept {
+    if (rows_read_ != nullptr) rows_read_->store(rows, std::memory_order_relaxed);
+  }
+
+private:
+  std::atomic<std::uint64_t>* rows_read_ = nullptr;
 };
 
 /// How a PostgreSQL driver treats what a READ ONLY transaction cannot stop.

@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -18,6 +21,7 @@ namespace rawtool {
 
 namespace detail {
 struct ToolInternals;
+struct CallProgressWriter;
 }
 
 /// One reply, both halves. `is_error` is true for failures, refusals and
@@ -46,10 +50,49 @@ private:
   std::shared_ptr<State> state_;
 };
 
+/// What one call is doing, for a progress display: the command line's
+/// progress line, an MCP server's progress notifications. Pass it in
+/// CallOptions; the library and the driver write it while the call runs, and
+/// any thread may read it at any time, as often as it likes: each read is one
+/// atomic load, and nothing the call does waits for a reader. Rows are
+/// counted as the driver reads them, so the figure grows while a statement
+/// streams its rows; where the server makes a result whole before sending it
+/// (PostgreSQL in read-only mode fetches through a cursor, and the server
+/// computes each FETCH before its first row), it stays at 0 until then.
+/// Serves one call at a time; reused, it starts again from 0.
+class CallProgress {
+public:
+  enum class Phase {
+    idle,      ///< the call has not started
+    running,   ///< the call is waiting for a connection or its statement runs
+    finished,  ///< the call has returned
+  };
+
+  [[nodiscard]] Phase phase() const noexcept { return phase_.load(std::memory_order_acquire); }
+  /// When the call started (std::chrono::steady_clock); the epoch while idle.
+  [[nodiscard]] std::chrono::steady_clock::time_point started() const noexcept {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(started_.load(std::memory_order_acquire)));
+  }
+  /// Rows the statement has read so far, kept or not (rows read past the row
+  /// cap, to be counted as left out, count too).
+  [[nodiscard]] std::uint64_t rows_read() const noexcept { return rows_read_.load(std::memory_order_relaxed); }
+  /// The row cap (max_rows) of the database the call runs on; 0 until chosen.
+  [[nodiscard]] std::uint64_t max_rows() const noexcept { return max_rows_.load(std::memory_order_relaxed); }
+
+private:
+  friend struct detail::CallProgressWriter;
+  std::atomic<Phase> phase_{Phase::idle};
+  std::atomic<std::chrono::steady_clock::duration::rep> started_{0};
+  std::atomic<std::uint64_t> rows_read_{0};
+  std::atomic<std::uint64_t> max_rows_{0};
+};
+
 struct CallOptions {
   /// Label of the database to use; empty means the first configured one.
   std::string database;
   Cancellation* cancellation = nullptr;
+  /// Where the call reports its progress; null for nowhere. Must outlive the call.
+  CallProgress* progress = nullptr;
 };
 
 /// Makes the driver for one pooled connection. Called lazily, from a calling

@@ -1,6 +1,7 @@
 // rawtool certified: a pinned query from the catalog, by name.
 
 #include "cli/args.hpp"
+#include "cli/call_watch.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_tool.hpp"
 #include "cli/output.hpp"
@@ -8,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+
+#include <unistd.h>
 
 namespace rawtool::cli {
 
@@ -60,9 +63,16 @@ int run_certified(Arguments argv) {
   }
   const nlohmann::json params = parameters_from({positionals.begin() + 1, positionals.end()});
   auto tool = open_tool(args, LogDefault::state_file);
-  const Reply reply = tool->certified(positionals.front(), params);
-  const Exit status = print_reply(reply, args.flag("--json"));
-  print_log_pointer("certified", reply, tool->config().log);
+  const WatchedReply watched =
+      watched_call("certified", tool->config().log, CallOptions{}, [&](const CallOptions& call_options) {
+        return tool->certified(positionals.front(), params, call_options);
+      });
+  if (watched.interrupted_by) {
+    write_all(STDERR_FILENO, interruption_line("certified", *watched.interrupted_by, watched.reply));
+    return interrupted_exit_status(*watched.interrupted_by);
+  }
+  const Exit status = print_reply(watched.reply, args.flag("--json"));
+  print_log_pointer("certified", watched.reply, tool->config().log);
   return static_cast<int>(status);
 }
 

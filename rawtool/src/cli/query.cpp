@@ -1,6 +1,7 @@
 // rawtool query: the raw path from the command line.
 
 #include "cli/args.hpp"
+#include "cli/call_watch.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_tool.hpp"
 #include "cli/output.hpp"
@@ -139,9 +140,14 @@ int run_query(Arguments argv) {
                                                [&](const DatabaseConfig& d) { return d.label == options.database; });
   const std::string sql = statement_from(args, database);
   auto tool = open_configured(std::move(command));
-  const Reply reply = tool->raw(sql, options);
-  const Exit status = print_reply(reply, args.flag("--json"));
-  print_log_pointer("query", reply, tool->config().log);
+  const WatchedReply watched = watched_call("query", tool->config().log, options,
+                                            [&](const CallOptions& call_options) { return tool->raw(sql, call_options); });
+  if (watched.interrupted_by) {
+    write_all(STDERR_FILENO, interruption_line("query", *watched.interrupted_by, watched.reply));
+    return interrupted_exit_status(*watched.interrupted_by);
+  }
+  const Exit status = print_reply(watched.reply, args.flag("--json"));
+  print_log_pointer("query", watched.reply, tool->config().log);
   return static_cast<int>(status);
 }
 

@@ -47,6 +47,32 @@ void Cancellation::cancel() noexcept {
 
 bool Cancellation::cancelled() const noexcept { return state_->cancelled.load(); }
 
+/// Writes a call's CallProgress: running from construction (with the row cap
+/// of the database chosen), finished at destruction; the driver counts rows
+/// into it through report_rows_to.
+struct detail::CallProgressWriter {
+  CallProgressWriter(CallProgress* progress, std::uint64_t max_rows) noexcept : progress_(progress) {
+    if (progress_ == nullptr) return;
+    progress_->rows_read_.store(0, std::memory_order_relaxed);
+    progress_->max_rows_.store(max_rows, std::memory_order_relaxed);
+    progress_->started_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+    progress_->phase_.store(CallProgress::Phase::running, std::memory_order_release);
+  }
+  ~CallProgressWriter() {
+    if (progress_ != nullptr) progress_->phase_.store(CallProgress::Phase::finished, std::memory_order_release);
+  }
+  CallProgressWriter(const CallProgressWriter&) = delete;
+  CallProgressWriter& operator=(const CallProgressWriter&) = delete;
+
+  /// The counter a driver reports rows to, or null.
+  [[nodiscard]] std::atomic<std::uint64_t>* rows() const noexcept {
+    return progress_ != nullptr ? &progress_->rows_read_ : nullptr;
+  }
+
+private:
+  CallProgress* progress_;
+};
+
 namespace {
 
 using render::PathKind;
@@ -196,7 +222,7 @@ struct Tool::Impl {
   }
 
   Execution execute(const Database& db, std::string_view sql, std::span<const Parameter> params, AccessMode mode,
-                    Cancellation* cancellation) const {
+                    Cancellation* cancellation, const detail::CallProgressWriter& progress) const {
     Cancellation::State* state = cancellation != nullptr ? cancellation->state_.get() : nullptr;
     if (state != nullptr && state->cancelled.load()) {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
@@ -223,6 +249,11 @@ struct Tool::Impl {
     }
     auto start = std::chrono::steady_clock::now();
     Outcome outcome;
+    struct RowReport {
+      Driver* driver;
+      ~RowReport() { driver->report_rows_to(nullptr); }
+    } row_report{driver};
+    driver->report_rows_to(progress.rows());
     try {
       outcome = driver->execute(sql, params, db.config.limits, mode);
     } catch (const std::exception& e) {
@@ -345,7 +376,8 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
                     true);
   }
 
-  Execution run = m.execute(*db, sql, {}, db->config.access, options.cancellation);
+  const detail::CallProgressWriter progress(options.progress, db->config.limits.max_rows);
+  Execution run = m.execute(*db, sql, {}, db->config.access, options.cancellation, progress);
   provenance.elapsed = run.elapsed;
   const render::RenderOptions& render_options = m.config.render;
 
@@ -422,7 +454,8 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   AccessMode mode = query->access.value_or(db->config.access);
   if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
 
-  Execution run = m.execute(*db, query->sql, values, mode, options.cancellation);
+  const detail::CallProgressWriter progress(options.progress, db->config.limits.max_rows);
+  Execution run = m.execute(*db, query->sql, values, mode, options.cancellation, progress);
   provenance.elapsed = run.elapsed;
 
   if (auto* rows = std::get_if<Rows>(&run.outcome)) {
