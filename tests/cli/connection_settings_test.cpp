@@ -22,13 +22,7 @@ using rawtool::test::ScratchFolder;
 using rawtool::test::write_file;
 
 RunOptions clean_env(const std::filesystem::path& state) {
-  RunOptions options;
-  for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
-                           "PGSERVICE", "NO_COLOR", "SHOP_DB_URL", "SHOP_DB_PASSWORD"}) {
-    options.env.emplace_back(name, std::nullopt);
-  }
-  options.env.emplace_back("XDG_STATE_HOME", state.string());
-  return options;
+  return rawtool::test::isolated_env(state, {"SHOP_DB_URL", "SHOP_DB_PASSWORD"});
 }
 
 /// One line on stderr, nothing on stdout, exit status 2.
@@ -79,7 +73,7 @@ TEST_CASE("an unknown scheme, a bare path in url and an unset ${NAME} stop every
   CHECK(json::parse(ran.out)["rows"] == json::array({json::array({"42"})}));
 }
 
-TEST_CASE("--db and RAWTOOL_DATABASE_URL refuse another engine's URL and an unreplaced ${NAME}", "[cli][config]") {
+TEST_CASE("the --db option and RAWTOOL_DATABASE_URL refuse another engine's URL and an unreplaced ${NAME}", "[cli][config]") {
   ScratchFolder folder;
   RunOptions env = clean_env(folder.path());
   check_configuration_error(run_rawtool({"query", "--db", "mysql://app@db/shop", "SELECT 1"}, env),

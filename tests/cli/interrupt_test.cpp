@@ -35,12 +35,7 @@ using rawtool::test::ScratchFolder;
 using rawtool::test::write_file;
 
 RunOptions terminal_env(const ScratchFolder& state) {
-  RunOptions options;
-  for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
-                           "PGSERVICE", "NO_COLOR"}) {
-    options.env.emplace_back(name, std::nullopt);
-  }
-  options.env.emplace_back("XDG_STATE_HOME", state.path().string());
+  RunOptions options = rawtool::test::isolated_env(state.path());
   options.env.emplace_back("TERM", "xterm");
   options.stderr_is_terminal = true;
   return options;
@@ -100,6 +95,32 @@ std::vector<std::string> lines_that_stay(const std::string& err) {
   return lines;
 }
 
+/// What stays on stderr but the terminal's echo of the Ctrl-C ("^C") and empty lines.
+std::vector<std::string> stays_but_echo(const std::string& err) {
+  std::vector<std::string> stays = lines_that_stay(err);
+  std::erase_if(stays, [](const std::string& line) { return line.empty() || line == "^C"; });
+  return stays;
+}
+
+/// A run that Ctrl-C interrupted, and how long it took to end after the Ctrl-C.
+struct Interrupted {
+  rawtool::test::RunResult result;
+  std::chrono::steady_clock::duration after_ctrl_c{};
+};
+
+/// Runs rawtool with `args` on a terminal, types Ctrl-C once its backend (the
+/// session with `application_name`) sleeps, and waits for it to end.
+Interrupted interrupted_while_sleeping(const std::vector<std::string>& args, const RunOptions& options,
+                                       const std::string& application_name) {
+  RunningRawtool running(args, options);
+  sleeping_backend(application_name);
+  const auto typed = std::chrono::steady_clock::now();
+  running.type("\x03");  // Ctrl-C, turned into SIGINT by the terminal
+  Interrupted interrupted{running.finish(30s)};
+  interrupted.after_ctrl_c = std::chrono::steady_clock::now() - typed;
+  return interrupted;
+}
+
 /// The progress lines drawn ("\r<line>\x1b[K"), in order.
 std::vector<std::string> progress_lines(const std::string& err) {
   std::vector<std::string> found;
@@ -143,20 +164,15 @@ TEST_CASE("Ctrl-C on a terminal cancels a PostgreSQL statement on the server, sa
   ScratchFolder folder;
   const std::string name = unique_application_name();
   const std::string config = pg_config(folder, with_application_name(*reader, name));
-  RunningRawtool running({"query", "--config", config, "SELECT pg_sleep(30)"}, terminal_env(folder));
-  sleeping_backend(name);
-  const auto typed = std::chrono::steady_clock::now();
-  running.type("\x03");  // Ctrl-C, turned into SIGINT by the terminal
-  const auto result = running.finish(30s);
-  const auto took = std::chrono::steady_clock::now() - typed;
+  const auto [result, after_ctrl_c] =
+      interrupted_while_sleeping({"query", "--config", config, "SELECT pg_sleep(30)"}, terminal_env(folder), name);
   INFO(result.out << result.err);
   CHECK(result.exit_status == 130);
-  CHECK(took < 5s);
+  CHECK(after_ctrl_c < 5s);
   CHECK(result.out.empty());
   // The terminal echoes the ^C; what stays on stderr is rawtool's one line.
-  std::vector<std::string> stays = lines_that_stay(result.err);
-  std::erase_if(stays, [](const std::string& line) { return line.empty() || line == "^C"; });
-  CHECK(stays == std::vector<std::string>{"rawtool: query: interrupted by SIGINT: The statement was cancelled."});
+  CHECK(stays_but_echo(result.err) ==
+        std::vector<std::string>{"rawtool: query: interrupted by SIGINT: The statement was cancelled."});
   CHECK(backends_gone(name, 5s));
 }
 
@@ -208,14 +224,12 @@ TEST_CASE("Ctrl-C ends a backend whose statement ignores the cancel, and a certi
   const std::string config = (folder.path() / "config.json").string();
 
   {
-    RunningRawtool running({"query", "--config", config, "SELECT " + function + "()"}, terminal_env(folder));
-    sleeping_backend(name);
-    running.type("\x03");
-    const auto result = running.finish(30s);
+    const auto [result, after_ctrl_c] = interrupted_while_sleeping(
+        {"query", "--config", config, "SELECT " + function + "()"}, terminal_env(folder), name);
+    CHECK(after_ctrl_c < 10s);  // the cancel's grace, then the backend is ended
     INFO(result.out << result.err);
     CHECK(result.exit_status == 130);
-    std::vector<std::string> stays = lines_that_stay(result.err);
-    std::erase_if(stays, [](const std::string& line) { return line.empty() || line == "^C"; });
+    const std::vector<std::string> stays = stays_but_echo(result.err);
     REQUIRE(stays.size() == 1);
     CHECK_THAT(stays[0], Catch::StartsWith("rawtool: query: interrupted by SIGINT: The statement was cancelled and did "
                                            "not stop when the server was asked to cancel it; rawtool ended its server "
@@ -223,15 +237,13 @@ TEST_CASE("Ctrl-C ends a backend whose statement ignores the cancel, and a certi
     CHECK(backends_gone(name, 5s));
   }
   {
-    RunningRawtool running({"certified", "--config", config, "stubborn"}, terminal_env(folder));
-    sleeping_backend(name);
-    running.type("\x03");
-    const auto result = running.finish(30s);
+    const auto [result, after_ctrl_c] =
+        interrupted_while_sleeping({"certified", "--config", config, "stubborn"}, terminal_env(folder), name);
+    CHECK(after_ctrl_c < 10s);
     INFO(result.out << result.err);
     CHECK(result.exit_status == 130);
-    std::vector<std::string> stays = lines_that_stay(result.err);
-    std::erase_if(stays, [](const std::string& line) { return line.empty() || line == "^C"; });
-    CHECK(stays == std::vector<std::string>{"rawtool: certified: interrupted by SIGINT; the call was cancelled"});
+    CHECK(stays_but_echo(result.err) ==
+          std::vector<std::string>{"rawtool: certified: interrupted by SIGINT; the call was cancelled"});
     CHECK(backends_gone(name, 5s));
   }
 }
@@ -263,9 +275,8 @@ TEST_CASE("on SQLite, a long statement shows its progress on the terminal, rows 
   }
   // No line before the statement has run a second.
   CHECK_FALSE(lines.front().starts_with("rawtool: query: running 0."));
-  std::vector<std::string> stays = lines_that_stay(result.err);
-  std::erase_if(stays, [](const std::string& line) { return line.empty() || line == "^C"; });
-  CHECK(stays == std::vector<std::string>{"rawtool: query: interrupted by SIGINT: The statement was cancelled."});
+  CHECK(stays_but_echo(result.err) ==
+        std::vector<std::string>{"rawtool: query: interrupted by SIGINT: The statement was cancelled."});
 }
 
 TEST_CASE("PostgreSQL rows streaming in are counted on the progress line, which is cleared before the reply",

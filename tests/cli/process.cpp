@@ -274,4 +274,15 @@ void write_file(const std::filesystem::path& file, std::string_view text) {
   if (!stream) throw std::runtime_error("cannot write " + file.string());
 }
 
+RunOptions isolated_env(const std::filesystem::path& state_home, std::initializer_list<const char*> also_removed) {
+  RunOptions options;
+  for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
+                           "PGSERVICE", "NO_COLOR"}) {
+    options.env.emplace_back(name, std::nullopt);
+  }
+  for (const char* name : also_removed) options.env.emplace_back(name, std::nullopt);
+  options.env.emplace_back("XDG_STATE_HOME", state_home.string());
+  return options;
+}
+
 }  // namespace rawtool::test

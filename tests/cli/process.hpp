@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
 #include <functional>
 #include <optional>
 #include <string>
@@ -107,6 +108,12 @@ public:
 private:
   std::filesystem::path path_;
 };
+
+/// Options for a child that sees no database from the test's environment
+/// (RAWTOOL_DATABASE_URL and the PG* variables removed, NO_COLOR too, and each
+/// of `also_removed`) and keeps its default operator log under `state_home`
+/// (XDG_STATE_HOME), never in the home of whoever runs the tests.
+RunOptions isolated_env(const std::filesystem::path& state_home, std::initializer_list<const char*> also_removed = {});
 
 /// Writes `text` to `file`.
 void write_file(const std::filesystem::path& file, std::string_view text);

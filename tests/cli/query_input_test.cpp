@@ -20,15 +20,7 @@ using rawtool::test::ScratchFolder;
 using rawtool::test::ShopFixture;
 using rawtool::test::write_file;
 
-RunOptions clean_env(const ScratchFolder& state) {
-  RunOptions options;
-  for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
-                           "PGSERVICE", "NO_COLOR"}) {
-    options.env.emplace_back(name, std::nullopt);
-  }
-  options.env.emplace_back("XDG_STATE_HOME", state.path().string());
-  return options;
-}
+RunOptions clean_env(const ScratchFolder& state) { return rawtool::test::isolated_env(state.path()); }
 
 /// A statement of at least `bytes` bytes that counts the reviews: the rest is a comment.
 std::string padded_count(std::size_t bytes) {
