@@ -301,6 +301,10 @@ public:
     cancels_->start(std::move(canceller));
   }
 
+  std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
+                                                                       std::span<const Parameter> params,
+                                                                       AccessMode mode) override;
+
   std::variant<DatabaseReport, Unavailable> inspect() override {
     if (auto unavailable = connect()) return std::move(*unavailable);
     std::optional<detail::SessionAudit> audit = detail::audit_session(conn_);
@@ -865,6 +869,92 @@ std::variant<BoundParameters, Refusal> bind_parameters(std::span<const Parameter
         params[i]);
   }
   return bound;
+}
+
+std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::describe(std::string_view sql,
+                                                                                     std::span<const Parameter> params,
+                                                                                     AccessMode /*mode*/) {
+  // Read-only or not, nothing here runs the statement, so the mode changes
+  // nothing: the transaction is READ ONLY and rolled back either way.
+  if (sql.find('\0') != std::string_view::npos) {
+    return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
+  }
+  auto bound = bind_parameters(params);
+  if (auto* refusal = std::get_if<Refusal>(&bound)) return std::move(*refusal);
+  const std::vector<Oid>& types = std::get<BoundParameters>(bound).types;
+  if (auto unavailable = connect()) return std::move(*unavailable);
+  rows_seen_ = 0;
+  const std::string text(sql);
+  constexpr const char* statement_name = "rawtool_describe";
+  const auto command_ok = [](const Result& result) { return PQresultStatus(result.get()) == PGRES_COMMAND_OK; };
+  // Planning can evaluate IMMUTABLE functions; the timeout bounds them.
+  if (!command_ok(Result(PQexec(conn_, "BEGIN READ ONLY"))) ||
+      !command_ok(Result(PQexec(conn_, "SET LOCAL statement_timeout = 10000")))) {
+    return broken_connection();
+  }
+  // Prepared statements outlive a rollback: both go with it.
+  const auto end = [&]() -> bool {
+    return command_ok(Result(PQexec(conn_, "ROLLBACK"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
+           command_ok(Result(PQexec(conn_, "DEALLOCATE ALL")));
+  };
+  const auto failed = [&](const Result& result) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
+    if (PQstatus(conn_) == CONNECTION_BAD || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
+    Failure failure = failure_of(result.get(), Limits{});
+    if (!end()) return broken_connection();
+    return failure;
+  };
+
+  // With the types execute sends: what fails here fails there.
+  Result prepared(PQprepare(conn_, statement_name, text.c_str(), static_cast<int>(types.size()), types.data()));
+  if (!command_ok(prepared)) return failed(prepared);
+  Result described(PQdescribePrepared(conn_, statement_name));
+  if (PQresultStatus(described.get()) != PGRES_COMMAND_OK) return failed(described);
+  StatementShape shape;
+  // The types given, and more when the statement uses a higher $n.
+  const int typed_count = PQnparams(described.get());
+  shape.parameter_count = static_cast<std::size_t>(typed_count);
+
+  // What the server makes of the placeholders on its own: the highest number
+  // used, and the type it infers for each (named below).
+  std::vector<Oid> inferred;
+  Result savepoint(PQexec(conn_, "SAVEPOINT rawtool_untyped"));
+  if (!command_ok(savepoint)) return failed(savepoint);
+  Result untyped(PQprepare(conn_, "rawtool_describe_untyped", text.c_str(), 0, nullptr));
+  if (command_ok(untyped)) {
+    Result untyped_described(PQdescribePrepared(conn_, "rawtool_describe_untyped"));
+    if (PQresultStatus(untyped_described.get()) == PGRES_COMMAND_OK) {
+      shape.parameter_count = static_cast<std::size_t>(PQnparams(untyped_described.get()));
+      for (int i = 0; i < PQnparams(untyped_described.get()); ++i) inferred.push_back(PQparamtype(untyped_described.get(), i));
+    }
+  }
+  // A statement whose placeholder types the server cannot tell on its own
+  // fails here ($1 alone in a select list); the typed prepare above counts.
+  if (!command_ok(Result(PQexec(conn_, "ROLLBACK TO SAVEPOINT rawtool_untyped")))) return broken_connection();
+
+  // The plan, with every parameter NULL, shows whether it modifies a table.
+  std::string explain = "EXPLAIN (FORMAT JSON) EXECUTE rawtool_describe";
+  for (int i = 0; i < typed_count; ++i) explain += i == 0 ? "(NULL" : ", NULL";
+  if (typed_count > 0) explain += ')';
+  Result plan(PQexec(conn_, explain.c_str()));
+  if (PQresultStatus(plan.get()) != PGRES_TUPLES_OK || PQntuples(plan.get()) != 1) return failed(plan);
+  // The server reads its own JSON: no plan at all is a utility command.
+  const char* plan_text[] = {PQgetvalue(plan.get(), 0, 0)};
+  Result effect(PQexecParams(conn_,
+                             "SELECT CASE WHEN NOT jsonb_path_exists($1::jsonb, '$[0].Plan') THEN 'command' "
+                             "WHEN jsonb_path_exists($1::jsonb, 'strict $.**.\"Node Type\" ? (@ == \"ModifyTable\")') "
+                             "THEN 'writes' ELSE 'reads' END",
+                             1, nullptr, plan_text, nullptr, nullptr, 0));
+  if (PQresultStatus(effect.get()) != PGRES_TUPLES_OK || PQntuples(effect.get()) != 1) return failed(effect);
+  const std::string_view effect_name = PQgetvalue(effect.get(), 0, 0);
+  shape.effect = effect_name == "writes"    ? StatementShape::Effect::writes
+                 : effect_name == "command" ? StatementShape::Effect::command
+                                            : StatementShape::Effect::reads;
+
+  std::vector<Column> named(inferred.size());
+  name_types(named, inferred);
+  for (const Column& column : named) shape.inferred_types.push_back(column.type_name);
+  if (!end()) return broken_connection();
+  return shape;
 }
 
 std::optional<Refusal> PostgresDriver::audit_refusal() {

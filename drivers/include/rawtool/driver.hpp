@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace rawtool {
 
@@ -90,6 +91,31 @@ struct DatabaseReport {
   Untrusted encoding;        ///< PostgreSQL's server_encoding; SQLite's PRAGMA encoding
   Untrusted role;            ///< PostgreSQL's session_user; empty for SQLite
   std::vector<Hazard> hazards;
+};
+
+/// What an engine makes of one statement it prepared without running it: for
+/// an operator's check of a catalog (rawtool check-config --connect), never
+/// for an agent.
+struct StatementShape {
+  /// How many parameters the statement takes: the highest placeholder number
+  /// used ($n on PostgreSQL, ?n on SQLite, where a named or bare placeholder
+  /// takes the next number).
+  std::size_t parameter_count = 0;
+  /// SQLite: each placeholder as it is written ("?1", ":name", "?" for a bare
+  /// one), in number order. Empty on PostgreSQL, where only $n exists.
+  std::vector<Untrusted> placeholders;
+  /// PostgreSQL: the type the server gives each parameter when the statement
+  /// is prepared with no types given (format_type's name, "unknown" for one
+  /// it cannot tell, the statement failing to prepare then), in number order.
+  /// Empty on SQLite, which types no parameter.
+  std::vector<Untrusted> inferred_types;
+  /// What the statement does, as the engine's own view of it shows.
+  enum class Effect {
+    reads,    ///< nothing the engine compiled or planned writes
+    writes,   ///< SQLite: sqlite3_stmt_readonly is false; PostgreSQL: the plan modifies a table (also inside WITH)
+    command,  ///< PostgreSQL: a utility command, which has no plan to show what it does
+  };
+  Effect effect = Effect::reads;
 };
 
 /// One connection to one database. A Driver runs one statement at a time
@@ -176,6 +202,23 @@ public:
   /// Cancels the statement running in execute(), if any; then execute returns
   /// Refusal{cancelled}. Thread-safe; a no-op when nothing runs.
   virtual void cancel() noexcept = 0;
+
+  /// Prepares `sql` on the database without running it, as execute would in
+  /// `mode`, binding parameters of the kinds in `params` (their kinds choose
+  /// the types execute sends; the values are not sent). Returns its shape; the
+  /// engine's Failure when it would not prepare (syntax, unknown names, types
+  /// that do not fit); a Refusal for what the driver itself refuses (empty,
+  /// more than one statement, a write its read-only hooks deny at prepare);
+  /// Unavailable when no connection could be had. Runs nothing of the
+  /// statement: PostgreSQL prepares and describes it, then plans it
+  /// (EXPLAIN, parameters NULL) inside a READ ONLY transaction that is rolled
+  /// back, so only functions the planner folds (IMMUTABLE ones called with
+  /// constants) are evaluated; SQLite compiles it with sqlite3_prepare_v3.
+  /// Like execute, it must not overlap execute. The default is a Refusal, for
+  /// drivers that cannot prepare without running.
+  virtual std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
+                                                                               std::span<const Parameter> params,
+                                                                               AccessMode mode);
 
   /// Connects if needed and reports the server and every hazard the driver
   /// checks for (read afresh, not from a cache). Like execute, it must not

@@ -124,6 +124,20 @@ struct DatabaseCheck {
   Untrusted complaint;
 };
 
+/// One thing wrong with a catalog query, found by preparing it on its
+/// database without running it (Tool::check_catalog_queries): for the
+/// operator who asked, never for an agent.
+struct CatalogQueryProblem {
+  Label query;      ///< the query's name
+  Trusted field;    ///< the field at fault: "sql", "parameters", "parameters[0] (id).type", "database"
+  Trusted problem;  ///< rawtool's words
+  /// The engine's complaint, when it would not prepare the statement.
+  std::optional<Failure> failure;
+  /// Further words from the engine or the library: the type the server
+  /// infers, or why the database could not be reached. Empty when none.
+  Untrusted engine_words;
+};
+
 /// rawtool's library API: the raw path and the certified path over a pool of
 /// connections per configured database. Safe for concurrent calls from many
 /// threads; the Tool must outlive every call made on it.
@@ -167,6 +181,17 @@ public:
   /// the server and every hazard its driver checks for (see PostgresOptions).
   /// For operators' checks; blocks until each has answered or failed.
   std::vector<DatabaseCheck> inspect_databases();
+
+  /// Prepares every catalog query on its database without running it (see
+  /// Driver::describe), in the mode certified() would run it, and reports
+  /// what the engine finds wrong: it does not prepare (syntax, unknown
+  /// names, declared types that do not fit), it is more than one statement,
+  /// it takes more or fewer parameters than it declares, a SQLite placeholder
+  /// that is not ?N, a write where the query runs read-only, a text, date or
+  /// timestamp parameter whose type the PostgreSQL server infers otherwise.
+  /// Queries on a database that cannot be reached are reported as not
+  /// checked. Empty when every query prepares as declared. Blocks.
+  std::vector<CatalogQueryProblem> check_catalog_queries();
 
   [[nodiscard]] bool raw_path_enabled() const noexcept;
   [[nodiscard]] const Config& config() const noexcept;
