@@ -152,4 +152,12 @@ std::unique_ptr<Tool> open_tool(const Args& args, LogDefault log_default) {
   return open_configured(config_from(args, log_default));
 }
 
+void apply_format(const Args& args, Config& config) {
+  const auto format = args.value("--format");
+  if (!format) return;
+  if (*format != "lines" && *format != "table") throw UsageError("--format is lines or table");
+  if (args.flag("--json")) throw UsageError("--format lays out the text surface; --json prints the structured one instead");
+  config.render.rows_layout = *format == "table" ? render::RowsLayout::table : render::RowsLayout::lines;
+}
+
 }  // namespace rawtool::cli

@@ -22,7 +22,7 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool query [--config FILE] [--db URL|PATH] [--database LABEL] [--json]\n"
+    "Usage: rawtool query [--config FILE] [--db URL|PATH] [--database LABEL] [--json | --format table]\n"
     "                     [--log FILE|syslog|stderr] [--log-level LEVEL] [--] SQL\n"
     "       rawtool query [options] -          (the statement from stdin)\n"
     "       rawtool query [options] --file FILE\n"
@@ -50,11 +50,12 @@ constexpr std::string_view help =
 
 // The options every database-using command takes, the choice of database and
 // where the statement comes from.
-constexpr std::array<OptionSpec, database_options.size() + 2> query_options = [] {
-  std::array<OptionSpec, database_options.size() + 2> all{};
+constexpr std::array<OptionSpec, database_options.size() + 3> query_options = [] {
+  std::array<OptionSpec, database_options.size() + 3> all{};
   std::copy(database_options.begin(), database_options.end(), all.begin());
   all[database_options.size()] = OptionSpec{"--database", "LABEL"};
   all[database_options.size() + 1] = OptionSpec{"--file", "FILE"};
+  all[database_options.size() + 2] = format_option;
   return all;
 }();
 
@@ -116,11 +117,13 @@ std::string statement_from(const Args& args, const DatabaseConfig& database) {
 int run_query(Arguments argv) {
   const Args args(argv, query_options);
   if (args.help()) {
-    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help));
+    write_all(1, std::string(help) + std::string(format_option_help) + std::string(log_options_help) + "\n" +
+                     std::string(exit_status_help));
     return static_cast<int>(Exit::ok);
   }
   if (args.positionals().size() > 1) throw UsageError("give the SQL as one argument (quote it)");
   CommandConfig command = config_from(args, LogDefault::state_file);
+  apply_format(args, command.config);
   const Config& config = command.config;
   CallOptions options;
   if (auto label = args.value("--database")) {
