@@ -87,12 +87,28 @@ private:
   std::atomic<std::uint64_t> max_rows_{0};
 };
 
+/// A call's figures at one moment, as CallOptions::on_progress receives them.
+struct ProgressFigures {
+  std::chrono::milliseconds elapsed{0};  ///< since the call started
+  std::uint64_t rows_read = 0;           ///< as CallProgress::rows_read
+  std::uint64_t max_rows = 0;            ///< the row cap of the database the call runs on
+};
+
 struct CallOptions {
   /// Label of the database to use; empty means the first configured one.
   std::string database;
   Cancellation* cancellation = nullptr;
   /// Where the call reports its progress; null for nowhere. Must outlive the call.
   CallProgress* progress = nullptr;
+  /// Called with the call's figures while it runs, for a progress display
+  /// that is pushed rather than polled (an MCP server's notifications/progress):
+  /// first once the call has run progress_interval, then once per interval,
+  /// from a thread the call starts for it, and never after the call returns
+  /// (the call joins that thread first). It should return quickly: the next
+  /// report waits for it, the call's statement does not. Empty: no thread.
+  std::function<void(const ProgressFigures&)> on_progress;
+  /// How often on_progress is called; the rate it is bounded to.
+  std::chrono::milliseconds progress_interval{1000};
 };
 
 /// Makes the driver for one pooled connection. Called lazily, from a calling

@@ -16,7 +16,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <span>
 #include <utility>
 
@@ -74,6 +76,44 @@ private:
 };
 
 namespace {
+
+/// Calls CallOptions::on_progress once per interval while a call runs, from a
+/// thread of its own, reading the call's CallProgress; stops and joins the
+/// thread when destroyed, before the call returns.
+class ProgressReports {
+public:
+  ProgressReports(const CallOptions& options, const CallProgress& progress) {
+    if (!options.on_progress) return;
+    thread_ = std::thread([this, report = options.on_progress, interval = options.progress_interval, &progress] {
+      std::unique_lock lock(mutex_);
+      while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+        if (progress.phase() != CallProgress::Phase::running) continue;
+        lock.unlock();
+        report(ProgressFigures{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                                     progress.started()),
+                               progress.rows_read(), progress.max_rows()});
+        lock.lock();
+      }
+    });
+  }
+  ~ProgressReports() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  ProgressReports(const ProgressReports&) = delete;
+  ProgressReports& operator=(const ProgressReports&) = delete;
+
+private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  ///< REQUIRES: mutex_ held
+  std::thread thread_;
+};
 
 using render::PathKind;
 using render::Provenance;
@@ -264,6 +304,17 @@ struct Tool::Impl {
     }
     auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
     return {std::move(outcome), elapsed};
+  }
+
+  /// execute(), with the call's progress written where `options` says (or
+  /// to a CallProgress of its own) and options.on_progress called while it runs.
+  Execution execute_reporting(const Database& db, std::string_view sql, std::span<const Parameter> params,
+                              AccessMode mode, const CallOptions& options) const {
+    CallProgress own;
+    CallProgress* const progress = options.progress != nullptr ? options.progress : &own;
+    const detail::CallProgressWriter writer(progress, db.config.limits.max_rows);
+    const ProgressReports reports(options, *progress);
+    return execute(db, sql, params, mode, options.cancellation, writer);
   }
 
   Reply certified_status(Status status, const Provenance& provenance, nlohmann::json query, std::string_view key,
@@ -512,8 +563,7 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
                     true);
   }
 
-  const detail::CallProgressWriter progress(options.progress, db->config.limits.max_rows);
-  Execution run = m.execute(*db, sql, {}, db->config.access, options.cancellation, progress);
+  Execution run = m.execute_reporting(*db, sql, {}, db->config.access, options);
   provenance.elapsed = run.elapsed;
   const render::RenderOptions& render_options = m.config.render;
 
@@ -590,8 +640,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   AccessMode mode = query->access.value_or(db->config.access);
   if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
 
-  const detail::CallProgressWriter progress(options.progress, db->config.limits.max_rows);
-  Execution run = m.execute(*db, query->sql, values, mode, options.cancellation, progress);
+  Execution run = m.execute_reporting(*db, query->sql, values, mode, options);
   provenance.elapsed = run.elapsed;
 
   if (auto* rows = std::get_if<Rows>(&run.outcome)) {
