@@ -536,3 +536,64 @@ TEST_CASE("a number too large for a double is a configuration error in rawtool's
   CHECK(text.rfind("configuration: ", 0) == 0);
   CHECK_FALSE(rawtool::test::contains(text, "1e999"));
 }
+
+TEST_CASE("the http key holds token digests, their databases, origins and the body limit", "[config][http]") {
+  NoDatabaseEnvironment env;
+  const std::string two_dbs = R"("databases": [{"label": "a", "path": ":memory:"}, {"label": "b", "path": ":memory:"}])";
+  auto http_of = [&](const std::string& http) { return parse_config("{" + two_dbs + R"(, "http": )" + http + "}", "/srv").http; };
+  const std::string digest(64, 'a');
+
+  const rawtool::HttpConfig defaults = parse_config("{" + two_dbs + "}", "/srv").http;
+  CHECK(defaults.tokens.empty());
+  CHECK(defaults.allowed_origins.empty());
+  CHECK(defaults.max_body_bytes == 1024 * 1024);
+  CHECK_FALSE(defaults.allow_unauthenticated);
+
+  // Databases are kept in configuration order, whatever order the token lists
+  // them in, so its default is the first configured one it reaches.
+  const rawtool::HttpConfig set = http_of(R"({"tokens": [{"name": "ci", "sha256": ")" + std::string(64, 'A') +
+                                          R"(", "databases": ["b", "a"]}, {"name": "ops", "sha256": ")" +
+                                          std::string(64, 'b') + R"(", "databases": ["b"]}, {"name": "all", "sha256": ")" +
+                                          std::string(64, 'c') + R"("}],
+      "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true})");
+  REQUIRE(set.tokens.size() == 3);
+  CHECK(set.tokens[0].name == "ci");
+  CHECK(set.tokens[0].sha256 == digest);  // upper-case hex is read as lower-case
+  CHECK(set.tokens[0].databases == std::vector<std::string>{"a", "b"});
+  CHECK(set.tokens[1].databases == std::vector<std::string>{"b"});
+  CHECK(set.tokens[2].databases == std::vector<std::string>{"a", "b"});
+  CHECK(set.allowed_origins == std::vector<std::string>{"http://localhost:3000"});
+  CHECK(set.max_body_bytes == 4096);
+  CHECK(set.allow_unauthenticated);
+
+  const std::pair<std::string, std::string> errors[] = {
+      {R"([])", "http"},
+      {R"({"token": []})", "http.token"},
+      {R"({"tokens": [{"sha256": ")" + digest + R"("}]})", "http.tokens[0].name"},
+      {R"({"tokens": [{"name": "a b", "sha256": ")" + digest + R"("}]})", "http.tokens[0].name"},
+      {R"({"tokens": [{"name": "ci"}]})", "http.tokens[0].sha256"},
+      {R"({"tokens": [{"name": "ci", "sha256": "s3cret-token"}]})", "http.tokens[0].sha256"},
+      {R"({"tokens": [{"name": "ci", "sha256": ")" + digest + R"(", "databases": []}]})", "http.tokens[0].databases"},
+      {R"({"tokens": [{"name": "ci", "sha256": ")" + digest + R"(", "databases": ["c"]}]})",
+       "http.tokens[0].databases[0]"},
+      {R"({"tokens": [{"name": "ci", "sha256": ")" + digest + R"("}, {"name": "ci", "sha256": ")" +
+           std::string(64, 'b') + R"("}]})",
+       "http.tokens[1].name"},
+      {R"({"tokens": [{"name": "ci", "sha256": ")" + digest + R"("}, {"name": "ops", "sha256": ")" + digest + R"("}]})",
+       "http.tokens[1].sha256"},
+      {R"({"allowed_origins": "http://x"})", "http.allowed_origins"},
+      {R"({"allowed_origins": [""]})", "http.allowed_origins[0]"},
+      {R"({"max_body_bytes": 10})", "http.max_body_bytes"},
+      {R"({"allow_unauthenticated": "yes"})", "http.allow_unauthenticated"},
+  };
+  for (const auto& [http, field] : errors) {
+    INFO(http);
+    try {
+      (void)http_of(http);
+      FAIL("accepted");
+    } catch (const ConfigError& e) {
+      CHECK(e.field() == field);
+      CHECK_FALSE(rawtool::test::contains(e.what(), "s3cret"));
+    }
+  }
+}

@@ -116,6 +116,38 @@ struct DatabaseConfig {
 ///                         file's folder); required with "file", implies it
 ///                         when destination is left out, refused with the others.
 ///     level               "error", "warn", "info" (default) or "debug".
+///   http                  object, read by `rawtool mcp --http` only:
+///     tokens              array of objects, default none:
+///       name              string, 1-64 of [A-Za-z0-9_.-], unique; logged
+///                         with every call the token makes
+///       sha256            string: 64 hex digits, the SHA-256 of the token
+///                         (the token itself is never stored)
+///       databases         array of database labels the token reaches, at
+///                         least one; default every database
+///     allowed_origins     array of strings: Origin header values accepted;
+///                         a request with any other Origin gets 403. Default
+///                         none (only requests without an Origin header).
+///     max_body_bytes      integer 1024..67108864, default 1048576
+///     allow_unauthenticated  boolean, default false: serve without tokens
+///                         on an address that is not loopback.
+struct HttpToken {
+  std::string name;
+  /// Lower-case hex SHA-256 of the token.
+  std::string sha256;
+  /// Labels of the databases it reaches, in configuration order; every
+  /// configured database when the key was left out.
+  std::vector<std::string> databases;
+};
+
+struct HttpConfig {
+  /// Empty: requests are not authenticated (allowed on loopback only, unless
+  /// allow_unauthenticated).
+  std::vector<HttpToken> tokens;
+  std::vector<std::string> allowed_origins;
+  std::size_t max_body_bytes = 1024 * 1024;
+  bool allow_unauthenticated = false;
+};
+
 struct Config {
   /// The first database is the default one.
   std::vector<DatabaseConfig> databases;
@@ -130,6 +162,8 @@ struct Config {
   std::size_t max_concurrent_calls = 4;
   /// The operator log.
   LogConfig log;
+  /// The MCP server's HTTP transport.
+  HttpConfig http;
 };
 
 /// Parses a JSON configuration. Relative paths resolve against `base_dir`.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -323,6 +324,86 @@ void parse_render(const json& value, render::RenderOptions& options) {
   }
 }
 
+bool is_lower_hex_digest(std::string_view text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+HttpToken parse_http_token(const json& value, std::size_t index, const std::vector<DatabaseConfig>& databases) {
+  const std::string field = "http.tokens[" + std::to_string(index) + "]";
+  detail::require_object(value, field);
+  detail::reject_unknown_keys(value, {"name", "sha256", "databases"}, field);
+  HttpToken token;
+  const auto name = value.find("name");
+  if (name == value.end()) fail(field + ".name", "is required");
+  token.name = detail::read_string(*name, field + ".name");
+  if (!valid_database_label(token.name)) fail(field + ".name", "must be 1-64 of A-Z a-z 0-9 _ . -");
+  const auto digest = value.find("sha256");
+  if (digest == value.end()) fail(field + ".sha256", "is required");
+  token.sha256 = detail::read_string(*digest, field + ".sha256");
+  std::transform(token.sha256.begin(), token.sha256.end(), token.sha256.begin(),
+                 [](char c) { return c >= 'A' && c <= 'F' ? static_cast<char>(c - 'A' + 'a') : c; });
+  if (!is_lower_hex_digest(token.sha256)) {
+    fail(field + ".sha256", "must be the 64 hex digits of the token's SHA-256 (sha256sum prints them)");
+  }
+  if (const auto reach = value.find("databases"); reach != value.end()) {
+    const std::string reach_field = field + ".databases";
+    if (!reach->is_array() || reach->empty()) fail(reach_field, "must be a non-empty array of database labels");
+    // Kept in configuration order, so the token's default is the first
+    // configured database it reaches.
+    for (const DatabaseConfig& database : databases) {
+      if (std::find(reach->begin(), reach->end(), json(database.label)) != reach->end()) {
+        token.databases.push_back(database.label);
+      }
+    }
+    for (std::size_t i = 0; i < reach->size(); ++i) {
+      const std::string label = detail::read_string((*reach)[i], reach_field + "[" + std::to_string(i) + "]");
+      if (std::find(token.databases.begin(), token.databases.end(), label) == token.databases.end()) {
+        fail(reach_field + "[" + std::to_string(i) + "]", "names no configured database");
+      }
+    }
+  } else {
+    for (const DatabaseConfig& database : databases) token.databases.push_back(database.label);
+  }
+  return token;
+}
+
+HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& databases) {
+  detail::require_object(value, "http");
+  detail::reject_unknown_keys(value, {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated"}, "http");
+  HttpConfig http;
+  if (const auto tokens = value.find("tokens"); tokens != value.end()) {
+    if (!tokens->is_array()) fail("http.tokens", std::string("must be an array, not ") + detail::json_kind(*tokens));
+    for (std::size_t i = 0; i < tokens->size(); ++i) {
+      HttpToken token = parse_http_token((*tokens)[i], i, databases);
+      for (const HttpToken& earlier : http.tokens) {
+        const std::string field = "http.tokens[" + std::to_string(i) + "]";
+        if (earlier.name == token.name) fail(field + ".name", "is used by an earlier token");
+        if (earlier.sha256 == token.sha256) fail(field + ".sha256", "is an earlier token's digest");
+      }
+      http.tokens.push_back(std::move(token));
+    }
+  }
+  if (const auto origins = value.find("allowed_origins"); origins != value.end()) {
+    if (!origins->is_array()) {
+      fail("http.allowed_origins", std::string("must be an array, not ") + detail::json_kind(*origins));
+    }
+    for (std::size_t i = 0; i < origins->size(); ++i) {
+      const std::string field = "http.allowed_origins[" + std::to_string(i) + "]";
+      std::string origin = detail::read_string((*origins)[i], field);
+      if (origin.empty()) fail(field, "must not be empty");
+      http.allowed_origins.push_back(std::move(origin));
+    }
+  }
+  if (const auto limit = value.find("max_body_bytes"); limit != value.end()) {
+    http.max_body_bytes = static_cast<std::size_t>(detail::read_integer(*limit, "http.max_body_bytes", 1024, 67108864));
+  }
+  if (const auto open = value.find("allow_unauthenticated"); open != value.end()) {
+    http.allow_unauthenticated = detail::read_bool(*open, "http.allow_unauthenticated");
+  }
+  return http;
+}
+
 LogConfig parse_log(const json& value, const std::filesystem::path& base_dir) {
   const std::string field = "log";
   detail::require_object(value, field);
@@ -465,7 +546,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
-      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "log"}, "");
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "log", "http"}, "");
 
   Config config;
   if (auto it = root.find("databases"); it != root.end()) {
@@ -502,6 +583,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
         static_cast<std::size_t>(detail::read_integer(*it, "max_concurrent_calls", 1, max_calls));
   }
   if (auto it = root.find("log"); it != root.end()) config.log = parse_log(*it, base_dir);
+  if (auto it = root.find("http"); it != root.end()) config.http = parse_http(*it, config.databases);
   validate_config(config);
   return config;
 }
