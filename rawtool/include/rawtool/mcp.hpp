@@ -3,6 +3,7 @@
 #include <rawtool/tool.hpp>
 
 #include <cstddef>
+#include <string_view>
 
 namespace rawtool::mcp {
 
@@ -44,5 +45,17 @@ struct ServerOptions {
 /// A write to a closed `out_fd` must not kill the process, so serve ignores
 /// SIGPIPE process-wide when its disposition is still the default.
 int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options = {});
+
+/// Serves the MCP Streamable HTTP transport for `tool` at http://`listen`/mcp
+/// (`listen` is HOST:PORT, HOST an IP address, [IPv6] or localhost; port 0
+/// picks a free one, logged in the "serving" event) until SIGTERM or SIGINT;
+/// returns 0. The configuration's `http` key sets the tokens, the origins,
+/// the body limit. Throws ConfigError (field "http" or "http.tokens...") when
+/// the address is not one or the configuration cannot be served safely on it:
+/// no tokens on an address that is not loopback without
+/// http.allow_unauthenticated, or a token limited to some databases while the
+/// catalog has queries on others (certified queries are not yet scoped per
+/// token). Blocks the calling thread.
+int serve_http(Tool& tool, std::string_view listen);
 
 }  // namespace rawtool::mcp

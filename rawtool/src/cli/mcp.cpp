@@ -1,4 +1,4 @@
-// rawtool mcp: the Model Context Protocol server on stdin/stdout.
+// rawtool mcp: the Model Context Protocol server on stdin/stdout, or on HTTP.
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -15,7 +15,8 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool mcp [--config FILE] [--db URL|PATH] [--log FILE|syslog|stderr] [--log-level LEVEL]\n"
+    "Usage: rawtool mcp [--http HOST:PORT] [--config FILE] [--db URL|PATH] [--log FILE|syslog|stderr]\n"
+    "                   [--log-level LEVEL]\n"
     "\n"
     "Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0 over stdio)\n"
     "until stdin closes. stdout carries protocol messages only. The operator log,\n"
@@ -24,15 +25,25 @@ constexpr std::string_view help =
     "server's stderr in its own log and does not show it to the model. The\n"
     "configuration is checked before anything is served.\n"
     "\n"
+    "With --http, serves the Streamable HTTP transport at http://HOST:PORT/mcp\n"
+    "instead, until SIGTERM or SIGINT; the configuration's http key holds the\n"
+    "bearer tokens (as SHA-256 digests) and the origins it accepts. Without\n"
+    "tokens it serves only on a loopback address.\n"
+    "\n"
     "Options:\n"
+    "  --http HOST:PORT  serve on HTTP (127.0.0.1:8808 is loopback; [::1]:8808 too)\n"
     "  --config FILE   configuration file (JSON); see the README\n"
     "  --db URL|PATH   the database, replacing the configuration's first target\n"
     "\n"
-    "Exit status: 0 when stdin closed normally, 2 for a usage or configuration\n"
+    "Exit status: 0 when stdin closed normally (with --http: after SIGTERM or\n"
+    "SIGINT), 2 for a usage or configuration\n"
     "error, 1 otherwise.\n";
 
-constexpr std::array<OptionSpec, 4> options{
-    {{"--config", "FILE"}, {"--db", "URL|PATH"}, {"--log", "FILE|syslog|stderr"}, {"--log-level", "LEVEL"}}};
+constexpr std::array<OptionSpec, 5> options{{{"--http", "HOST:PORT"},
+                                             {"--config", "FILE"},
+                                             {"--db", "URL|PATH"},
+                                             {"--log", "FILE|syslog|stderr"},
+                                             {"--log-level", "LEVEL"}}};
 
 }  // namespace
 
@@ -48,6 +59,7 @@ int run_mcp(Arguments argv) {
     throw UsageError("mcp takes no arguments");
   }
   auto tool = open_tool(args, LogDefault::standard_error);
+  if (const auto listen = args.value("--http")) return mcp::serve_http(*tool, *listen);
   return mcp::serve(*tool, 0, 1);
 }
 

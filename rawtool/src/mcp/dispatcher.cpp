@@ -145,7 +145,7 @@ void Dispatcher::run(Call& call) noexcept {
   // (it may have waited for a worker); the response itself is the end. Sent
   // by this thread, so it always comes before the response.
   if (!call.progress_token.is_null()) {
-    call.reply_to->send(render::dump(progress_notification(call.progress_token, 0, 1, "running")));
+    call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, 1, "running")));
   }
   std::string response = answer(call);
   bool cancelled = false;

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace rawtool::detail {
 class OperatorLog;
@@ -53,6 +54,11 @@ public:
   /// once: an implementation serialises its writes. A channel that can no
   /// longer be written drops the message.
   virtual void send(std::string message) = 0;
+
+  /// Sends a notification about the message in flight (progress), before its
+  /// response. By default like send(); a transport that can carry only the
+  /// response (an HTTP request answered with one JSON body) drops it.
+  virtual void notify(std::string message) { send(std::move(message)); }
 };
 
 /// Thread-safe: handle() may be called from several threads at once, and

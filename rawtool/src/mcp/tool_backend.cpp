@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 #include <variant>
 
 #ifndef RAWTOOL_VERSION
@@ -27,20 +28,25 @@ private:
   Cancellation cancellation_;
 };
 
-ToolSettings settings_of(const Tool& tool) {
+// The settings a session is shown: only the databases in `reach` (every
+// database when it is null), the first of them its default.
+ToolSettings settings_of(const Tool& tool, const std::vector<std::string>* reach) {
   ToolSettings settings;
   const auto& config = tool.config();
   settings.raw_path_enabled = tool.raw_path_enabled();
-  settings.read_write = std::any_of(config.databases.begin(), config.databases.end(),
-                                    [](const DatabaseConfig& database) { return database.access == AccessMode::read_write; });
-  if (!config.databases.empty()) settings.database_label = config.databases.front().label;
   for (const DatabaseConfig& database : config.databases) {
+    if (reach != nullptr && std::find(reach->begin(), reach->end(), database.label) == reach->end()) continue;
     settings.databases.push_back({database.label, database.kind == TargetKind::postgresql ? "postgresql" : "sqlite",
                                   database.access == AccessMode::read_write});
   }
+  settings.read_write = std::any_of(settings.databases.begin(), settings.databases.end(),
+                                    [](const ToolSettings::Database& database) { return database.read_write; });
+  if (!settings.databases.empty()) settings.database_label = settings.databases.front().label;
   settings.catalog_text = tool.describe_catalog().text();
   return settings;
 }
+
+ServerDescription describe_server_for(const Tool& tool, const std::vector<std::string>* databases);
 
 }  // namespace
 
@@ -92,8 +98,16 @@ CallReply ToolBackend::too_large(const ToolCall& call, std::size_t bytes) {
   return CallReply(std::move(rendered), true);
 }
 
-ServerDescription describe_server(const Tool& tool) {
-  const ToolSettings settings = settings_of(tool);
+ServerDescription describe_server(const Tool& tool) { return describe_server_for(tool, nullptr); }
+
+ServerDescription describe_server(const Tool& tool, const std::vector<std::string>& databases) {
+  return describe_server_for(tool, &databases);
+}
+
+namespace {
+
+ServerDescription describe_server_for(const Tool& tool, const std::vector<std::string>* databases) {
+  const ToolSettings settings = settings_of(tool, databases);
   ServerDescription description;
   description.version = RAWTOOL_VERSION;
   description.tools = describe_tools(settings);
@@ -102,5 +116,7 @@ ServerDescription describe_server(const Tool& tool) {
   for (const auto& database : settings.databases) description.database_labels.push_back(database.label);
   return description;
 }
+
+}  // namespace
 
 }  // namespace rawtool::mcp::detail

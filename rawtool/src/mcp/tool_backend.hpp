@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace rawtool::mcp::detail {
 
@@ -31,5 +33,8 @@ private:
 /// The tools, instructions and database labels of `tool`'s configuration,
 /// every database included.
 ServerDescription describe_server(const Tool& tool);
+/// The same for a client that reaches only `databases` (labels of configured
+/// databases): raw_sql lists and accepts only them, the first is its default.
+ServerDescription describe_server(const Tool& tool, const std::vector<std::string>& databases);
 
 }  // namespace rawtool::mcp::detail

@@ -1,0 +1,84 @@
+#include "mcp/http_access.hpp"
+
+#include <rawtool/crypto.hpp>
+
+// Boost 1.74's Asio uses std::exchange without including <utility> under C++20.
+#include <utility>
+
+#include <boost/asio/ip/address.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace rawtool::mcp::detail {
+
+namespace {
+
+// Equal-length strings compared without an early exit.
+bool same_digest(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    difference = static_cast<unsigned char>(difference | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
+  }
+  return difference == 0;
+}
+
+bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+}  // namespace
+
+const HttpClient* authenticate(std::string_view authorization, const std::vector<HttpClient>& clients) {
+  constexpr std::string_view scheme = "Bearer ";
+  if (!starts_with_ignoring_case(authorization, scheme)) return nullptr;
+  std::string_view token = authorization.substr(scheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  if (token.empty()) return nullptr;
+  // Digests, not tokens, are compared: the configuration holds no token, and
+  // a digest's length does not depend on the token's.
+  const std::string presented = crypto::sha256_hex(token);
+  const HttpClient* found = nullptr;
+  for (const HttpClient& client : clients) {
+    if (same_digest(presented, client.sha256)) found = &client;
+  }
+  return found;
+}
+
+bool origin_allowed(const std::optional<std::string_view>& origin, const std::vector<std::string>& allowed) {
+  if (!origin) return true;
+  return std::find(allowed.begin(), allowed.end(), *origin) != allowed.end();
+}
+
+std::optional<ListenAddress> parse_listen_address(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return std::nullopt;
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return std::nullopt;  // an IPv6 address needs its brackets
+  }
+  unsigned port = 0;
+  const auto [end, error] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (error != std::errc() || end != port_text.data() + port_text.size() || port > 65535) return std::nullopt;
+  return ListenAddress{std::string(host), static_cast<std::uint16_t>(port)};
+}
+
+std::optional<bool> is_loopback_host(std::string_view host) {
+  if (host == "localhost") return true;
+  boost::system::error_code error;
+  const auto address = boost::asio::ip::make_address(std::string(host), error);
+  if (error) return std::nullopt;
+  return address.is_loopback();
+}
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,49 @@
+#pragma once
+
+// Who may use the HTTP transport, decided from a request's headers before its
+// body is read: the bearer token (compared by digest, in constant time), the
+// Origin (against DNS rebinding), and the listen address the server was given.
+// Pure functions, so every rejection can be tested without a socket.
+
+#include "mcp/protocol.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rawtool::mcp::detail {
+
+/// One configured token, as the transport holds it: its name for the log, the
+/// lower-case hex SHA-256 of the token, and what a session it opens is shown
+/// and may use.
+struct HttpClient {
+  std::string name;
+  std::string sha256;
+  ServerDescription description;
+};
+
+/// The client whose token `authorization` carries as `Bearer <token>` (scheme
+/// case-insensitive), or nullptr. Every configured digest is compared, each in
+/// time independent of where it differs, so neither which token matched nor
+/// how much of a digest did shows in the time taken.
+const HttpClient* authenticate(std::string_view authorization, const std::vector<HttpClient>& clients);
+
+/// True when a request with this Origin header may be served: none at all
+/// (not a browser), or one of `allowed` exactly.
+bool origin_allowed(const std::optional<std::string_view>& origin, const std::vector<std::string>& allowed);
+
+/// `HOST:PORT` as `rawtool mcp --http` takes it: a host name or IPv4 address,
+/// or an IPv6 address in brackets, then a port 0-65535 (0: any free port).
+struct ListenAddress {
+  std::string host;
+  std::uint16_t port = 0;
+};
+std::optional<ListenAddress> parse_listen_address(std::string_view text);
+
+/// Whether `host` (an IP address, or "localhost") is a loopback address;
+/// nullopt when it is neither an IP address nor "localhost".
+std::optional<bool> is_loopback_host(std::string_view host);
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,470 @@
+#include "mcp/http_server.hpp"
+
+#include "mcp/dispatcher.hpp"
+#include "mcp/worker_pool.hpp"
+
+#include "lib/detail/log.hpp"
+
+#include <rawtool/crypto.hpp>
+#include <rawtool/render/json.hpp>
+
+// Boost 1.74's Asio uses std::exchange without including <utility> under C++20.
+#include <utility>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+
+namespace rawtool::mcp::detail {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using nlohmann::json;
+using rawtool::detail::OperatorLog;
+using Response = http::response<http::string_body>;
+
+constexpr std::size_t max_header_bytes = 16 * 1024;
+// A connection closed without reading a request's body is drained of at most
+// this much, so the client reads the answer instead of a reset.
+constexpr std::size_t max_drain_bytes = 256 * 1024;
+
+struct HttpSession {
+  std::string id;
+  const HttpClient* client = nullptr;  // nullptr: the server has no tokens
+  std::unique_ptr<Dispatcher> dispatcher;
+};
+
+class Connection;
+
+class Server {
+public:
+  Server(Backend& backend, const HttpServerConfig& config, const OperatorLog& log)
+      : backend_(backend),
+        config_(config),
+        log_(log),
+        pool_(config.max_concurrent_calls, config.max_queued_calls),
+        acceptor_(asio::make_strand(io_)) {}
+
+  int run();
+
+  const HttpServerConfig& config() const noexcept { return config_; }
+  const OperatorLog& log() const noexcept { return log_; }
+
+  /// A new session for `client`, or nullptr when max_sessions are open. Not
+  /// registered until its initialize succeeds.
+  std::shared_ptr<HttpSession> make_session(const HttpClient* client) {
+    {
+      std::lock_guard lock(sessions_mutex_);
+      if (sessions_.size() >= config_.max_sessions) return nullptr;
+    }
+    auto session = std::make_shared<HttpSession>();
+    session->id = crypto::random_hex(16);
+    session->client = client;
+    session->dispatcher = std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
+                                                       config_.max_reply_bytes, log_);
+    return session;
+  }
+  void add_session(std::shared_ptr<HttpSession> session) {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.emplace(session->id, std::move(session));
+  }
+  /// The session `id` names, when `client` opened it.
+  std::shared_ptr<HttpSession> find_session(const std::string& id, const HttpClient* client) {
+    std::lock_guard lock(sessions_mutex_);
+    const auto found = sessions_.find(id);
+    if (found == sessions_.end() || found->second->client != client) return nullptr;
+    return found->second;
+  }
+  std::shared_ptr<HttpSession> remove_session(const std::string& id, const HttpClient* client) {
+    std::lock_guard lock(sessions_mutex_);
+    const auto found = sessions_.find(id);
+    if (found == sessions_.end() || found->second->client != client) return nullptr;
+    auto session = std::move(found->second);
+    sessions_.erase(found);
+    return session;
+  }
+
+  std::atomic<std::size_t> requests_in_flight{0};
+
+private:
+  void accept();
+  void stop();
+
+  Backend& backend_;
+  const HttpServerConfig& config_;
+  const OperatorLog& log_;
+  WorkerPool pool_;  // outlives the sessions, which are declared after it
+  std::mutex sessions_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by sessions_mutex_
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_requested_;
+  bool stopping_ = false;  // guarded by stop_mutex_
+};
+
+/// One TCP connection: reads a request, decides, answers, reads the next.
+/// Every handler runs on the connection's strand.
+class Connection : public std::enable_shared_from_this<Connection> {
+public:
+  Connection(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) {}
+
+  void start() { read_header(); }
+
+  /// The response to the message in flight (on the strand).
+  void deliver(const std::string& message);
+  /// The message in flight gets no response: a notification, or a call that
+  /// was cancelled (on the strand).
+  void deliver_nothing();
+
+private:
+  void read_header();
+  void on_header();
+  void on_body();
+  void handle_delete();
+  void refuse(http::status status, std::string_view message);
+  void send(Response response);
+  void drain_and_close();
+  void log_request(unsigned status);
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Server& server_;
+  const HttpClient* client_ = nullptr;
+  std::shared_ptr<HttpSession> session_;
+  bool new_session_ = false;  // session_ was made by this request's initialize
+  std::string rpc_method_;    // for the log: the JSON-RPC method, when it is a string
+  std::array<char, 16 * 1024> drain_{};
+  std::size_t drained_ = 0;
+};
+
+/// The channel one POST's message is answered through. The response goes to
+/// the connection's strand; progress is dropped (the answer is one JSON
+/// body); a channel released with nothing sent answers 202.
+class RequestChannel final : public ReplyChannel {
+public:
+  RequestChannel(std::shared_ptr<Connection> connection, asio::any_io_executor strand)
+      : connection_(std::move(connection)), strand_(std::move(strand)) {}
+  ~RequestChannel() override {
+    if (!sent_.exchange(true)) asio::post(strand_, [connection = connection_] { connection->deliver_nothing(); });
+  }
+
+  void send(std::string message) override {
+    if (sent_.exchange(true)) return;
+    asio::post(strand_, [connection = connection_, message = std::move(message)] { connection->deliver(message); });
+  }
+  void notify(std::string) override {}
+
+private:
+  std::shared_ptr<Connection> connection_;
+  asio::any_io_executor strand_;
+  std::atomic<bool> sent_{false};
+};
+
+std::string error_body(ErrorCode code, std::string_view message) {
+  return render::dump(error_response(json(), code, message));
+}
+
+std::optional<std::string_view> header(const http::request<http::string_body>& request, http::field field) {
+  const auto found = request.find(field);
+  if (found == request.end()) return std::nullopt;
+  return std::string_view(found->value().data(), found->value().size());
+}
+
+std::optional<std::string_view> header(const http::request<http::string_body>& request, std::string_view name) {
+  const auto found = request.find(beast::string_view(name.data(), name.size()));
+  if (found == request.end()) return std::nullopt;
+  return std::string_view(found->value().data(), found->value().size());
+}
+
+void Connection::read_header() {
+  parser_.emplace();
+  parser_->header_limit(max_header_bytes);
+  // The body's size is judged after the headers, so that a request that is
+  // refused anyway (origin, token) is refused for that reason. (Beast 1.74
+  // compares Content-Length with an unset optional limit as over it, so the
+  // limit for the headers is the largest number instead.)
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+  client_ = nullptr;
+  session_.reset();
+  new_session_ = false;
+  rpc_method_.clear();
+  stream_.expires_after(server_.config().read_timeout);
+  http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
+    if (error) return;  // closed, timed out or unreadable: the connection ends
+    self->on_header();
+  });
+}
+
+void Connection::on_header() {
+  const auto& request = parser_->get();
+  const auto target = std::string_view(request.target().data(), request.target().size());
+  const auto method = request.method();
+  if (target == "/healthz") {
+    if (method != http::verb::get && method != http::verb::head) return refuse(http::status::method_not_allowed, "");
+    Response response(http::status::ok, request.version());
+    response.set(http::field::content_type, "text/plain");
+    response.body() = method == http::verb::get ? "ok\n" : "";
+    return send(std::move(response));
+  }
+  if (target != "/mcp") return refuse(http::status::not_found, "no such endpoint; MCP is served at /mcp");
+  if (!origin_allowed(header(request, http::field::origin), server_.config().allowed_origins)) {
+    log_event(server_.log(), LogLevel::warn, "rejected", "a request from an origin not in http.allowed_origins (403)");
+    return refuse(http::status::forbidden, "this Origin is not allowed");
+  }
+  if (!server_.config().clients.empty()) {
+    const auto authorization = header(request, http::field::authorization);
+    client_ = authorization ? authenticate(*authorization, server_.config().clients) : nullptr;
+    if (client_ == nullptr) {
+      log_event(server_.log(), LogLevel::warn, "rejected", "a request without a valid bearer token (401)");
+      Response response(http::status::unauthorized, request.version());
+      response.set(http::field::www_authenticate, authorization ? "Bearer realm=\"rawtool\", error=\"invalid_token\""
+                                                                : "Bearer realm=\"rawtool\"");
+      response.set(http::field::content_type, "application/json");
+      response.body() = error_body(ErrorCode::invalid_request, "a valid bearer token is required");
+      return send(std::move(response));
+    }
+  }
+  if (const auto version = header(request, "MCP-Protocol-Version");
+      version && negotiate_protocol_version(*version) != *version) {
+    return refuse(http::status::bad_request, "unsupported MCP-Protocol-Version");
+  }
+  if (method == http::verb::delete_) return handle_delete();
+  if (method != http::verb::post) {
+    Response response(http::status::method_not_allowed, request.version());
+    response.set(http::field::allow, "POST, DELETE");
+    return send(std::move(response));
+  }
+  const auto length = parser_->content_length();
+  if (length && *length > server_.config().max_body_bytes) {
+    log_event(server_.log(), LogLevel::warn, "rejected", "a request body over http.max_body_bytes (413)");
+    return refuse(http::status::payload_too_large, "the request body is over the server's limit");
+  }
+  parser_->body_limit(server_.config().max_body_bytes);  // a chunked body is stopped at the limit too
+  http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
+    if (error == http::error::body_limit) {
+      return self->refuse(http::status::payload_too_large, "the request body is over the server's limit");
+    }
+    if (error) return;
+    self->on_body();
+  });
+}
+
+void Connection::on_body() {
+  const auto& request = parser_->get();
+  const auto type = header(request, http::field::content_type);
+  if (!type || type->substr(0, 16) != "application/json") {
+    return refuse(http::status::unsupported_media_type, "the body must be application/json");
+  }
+  auto parsed = read_message(request.body());
+  if (auto* error = std::get_if<Send>(&parsed)) {
+    Response response(http::status::bad_request, request.version());
+    response.set(http::field::content_type, "application/json");
+    response.body() = render::dump(error->message);
+    return send(std::move(response));
+  }
+  const json& message = std::get<json>(parsed);
+  if (message.is_object()) {
+    if (const auto found = message.find("method"); found != message.end() && found->is_string()) {
+      const auto& name = found->get_ref<const std::string&>();
+      // Only method names the server knows go to the log; the rest is the client's text.
+      static constexpr std::string_view known[] = {"initialize", "notifications/initialized", "ping", "tools/list",
+                                                   "tools/call", "notifications/cancelled"};
+      rpc_method_ = std::find(std::begin(known), std::end(known), name) != std::end(known) ? name : "other";
+    }
+  }
+  if (rpc_method_ == "initialize") {
+    session_ = server_.make_session(client_);
+    if (session_ == nullptr) return refuse(http::status::service_unavailable, "too many sessions are open");
+    new_session_ = true;
+  } else {
+    const auto id = header(request, "Mcp-Session-Id");
+    if (!id) return refuse(http::status::bad_request, "Mcp-Session-Id is required after initialize");
+    session_ = server_.find_session(std::string(*id), client_);
+    if (session_ == nullptr) return refuse(http::status::not_found, "no such session; initialize again");
+  }
+  stream_.expires_never();  // the answer may wait for a tool call
+  ++server_.requests_in_flight;
+  auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
+  session_->dispatcher->handle(message, channel);
+}
+
+void Connection::deliver(const std::string& message) {
+  Response response(http::status::ok, parser_->get().version());
+  response.set(http::field::content_type, "application/json");
+  if (new_session_) {
+    // The session exists once its initialize succeeded.
+    const json answer = json::parse(message, nullptr, false);
+    if (answer.is_object() && answer.contains("result")) {
+      server_.add_session(session_);
+      response.set("Mcp-Session-Id", session_->id);
+    }
+  }
+  response.body() = message;
+  log_request(200);
+  --server_.requests_in_flight;
+  send(std::move(response));
+}
+
+void Connection::deliver_nothing() {
+  log_request(202);
+  --server_.requests_in_flight;
+  send(Response(http::status::accepted, parser_->get().version()));
+}
+
+void Connection::handle_delete() {
+  const auto& request = parser_->get();
+  const auto id = header(request, "Mcp-Session-Id");
+  if (!id) return refuse(http::status::bad_request, "Mcp-Session-Id is required");
+  auto session = server_.remove_session(std::string(*id), client_);
+  if (session == nullptr) return refuse(http::status::not_found, "no such session");
+  // Cancels what still runs; a cancelled statement returns promptly.
+  session->dispatcher->close(std::chrono::milliseconds(0));
+  rpc_method_ = "DELETE";
+  log_request(204);
+  send(Response(http::status::no_content, request.version()));
+}
+
+void Connection::log_request(unsigned status) {
+  const OperatorLog& log = server_.log();
+  if (!log.enabled(LogLevel::info)) return;
+  log.write(LogLevel::info, "http", "request",
+            json{{"token", client_ != nullptr ? json(client_->name) : json()},
+                 {"method", rpc_method_},
+                 {"status", status}});
+}
+
+void Connection::refuse(http::status status, std::string_view message) {
+  Response response(status, parser_->get().version());
+  if (!message.empty()) {
+    response.set(http::field::content_type, "application/json");
+    response.body() = error_body(ErrorCode::invalid_request, message);
+  }
+  send(std::move(response));
+}
+
+void Connection::send(Response response) {
+  // A request whose body was not read cannot be followed by another on this
+  // connection.
+  const bool keep_alive = parser_->is_done() && parser_->get().keep_alive();
+  response.keep_alive(keep_alive);
+  response.set(http::field::server, "rawtool");
+  response.prepare_payload();
+  auto shared = std::make_shared<Response>(std::move(response));
+  stream_.expires_after(server_.config().read_timeout);
+  http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code error, std::size_t) {
+    if (error) return;
+    if (shared->keep_alive()) return self->read_header();
+    self->drain_and_close();
+  });
+}
+
+void Connection::drain_and_close() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream_.expires_after(std::chrono::seconds(1));
+  stream_.async_read_some(asio::buffer(drain_), [self = shared_from_this()](beast::error_code error, std::size_t read) {
+    self->drained_ += read;
+    if (!error && self->drained_ < max_drain_bytes) return self->drain_and_close();
+    beast::error_code closing;
+    self->stream_.socket().close(closing);
+  });
+}
+
+void Server::accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code error, tcp::socket socket) {
+    if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!error) std::make_shared<Connection>(std::move(socket), *this)->start();
+    accept();
+  });
+}
+
+void Server::stop() {
+  std::lock_guard lock(stop_mutex_);
+  stopping_ = true;
+  stop_requested_.notify_all();
+}
+
+int Server::run() {
+  const tcp::endpoint endpoint(asio::ip::make_address(config_.listen.host), config_.listen.port);
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(asio::socket_base::reuse_address(true));
+  acceptor_.bind(endpoint);
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  const tcp::endpoint bound = acceptor_.local_endpoint();
+
+  asio::signal_set signals(io_, SIGINT, SIGTERM);
+  signals.async_wait([this](beast::error_code error, int) {
+    if (!error) stop();
+  });
+  accept();
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, config_.io_threads); ++i) threads.emplace_back([this] { io_.run(); });
+  {
+    const std::string where = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
+    if (log_.enabled(LogLevel::info)) {
+      log_.write(LogLevel::info, "mcp", "serving",
+                 json{{"detail", "MCP over Streamable HTTP"}, {"url", "http://" + where + ":" + std::to_string(bound.port()) + "/mcp"},
+                      {"authentication", config_.clients.empty() ? "none" : "bearer tokens"}});
+    }
+  }
+  {
+    std::unique_lock lock(stop_mutex_);
+    stop_requested_.wait(lock, [this] { return stopping_; });
+  }
+  asio::post(acceptor_.get_executor(), [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  // Calls in flight get the grace, all sessions together; then the rest are cancelled.
+  std::vector<std::shared_ptr<HttpSession>> sessions;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    for (auto& entry : sessions_) sessions.push_back(entry.second);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + config_.shutdown_grace;
+  for (const auto& session : sessions) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    session->dispatcher->close(std::max(left, std::chrono::milliseconds(0)));
+  }
+  // The answers the sessions sent are written before the I/O stops.
+  const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (requests_in_flight.load() != 0 && std::chrono::steady_clock::now() < flush_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  io_.stop();
+  for (auto& thread : threads) thread.join();
+  log_event(log_, LogLevel::info, "stopped", "a stop signal");
+  return 0;
+}
+
+}  // namespace
+
+int run_http_server(Backend& backend, const HttpServerConfig& config, const OperatorLog& log) {
+  Server server(backend, config, log);
+  return server.run();
+}
+
+}  // namespace rawtool::mcp::detail

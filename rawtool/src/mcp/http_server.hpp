@@ -1,0 +1,63 @@
+#pragma once
+
+// The Streamable HTTP transport (MCP 2025-11-25) over the same core as stdio:
+// each MCP session is a Dispatcher, every session's tool calls run on one
+// WorkerPool over one Backend. HTTP itself is Boost.Beast's: this file only
+// decides what to answer.
+//
+//   POST /mcp     one JSON-RPC message; a request is answered with one JSON
+//                 body, a notification or response with 202
+//   GET /mcp      405 (no server-to-client stream yet)
+//   DELETE /mcp   ends the session named by Mcp-Session-Id
+//   GET /healthz  200, no authentication, no information
+//
+// Every /mcp request is checked before its body is read: Origin (403),
+// bearer token (401 with WWW-Authenticate), Content-Length over
+// max_body_bytes (413, the connection closed unread).
+
+#include "mcp/backend.hpp"
+#include "mcp/http_access.hpp"
+#include "mcp/protocol.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace rawtool::detail {
+class OperatorLog;
+}
+
+namespace rawtool::mcp::detail {
+
+struct HttpServerConfig {
+  ListenAddress listen{"127.0.0.1", 0};
+  /// The tokens; empty: no authentication, every session is shown `open`.
+  std::vector<HttpClient> clients;
+  ServerDescription open;
+  std::vector<std::string> allowed_origins;
+  std::size_t max_body_bytes = 1024 * 1024;
+  /// Threads running Beast's I/O; tool calls run on the pool, not here.
+  std::size_t io_threads = 2;
+  std::size_t max_concurrent_calls = 4;
+  std::size_t max_queued_calls = 256;
+  std::size_t max_reply_bytes = 8 * 1024 * 1024;
+  /// Sessions open at once; an initialize beyond it is answered 503.
+  std::size_t max_sessions = 1024;
+  /// A client that takes longer to send a request's headers and body, or
+  /// stays idle longer between requests, is disconnected.
+  std::chrono::milliseconds read_timeout{30000};
+  /// On SIGTERM or SIGINT: how long calls in flight may still finish and be
+  /// answered before the rest are cancelled.
+  std::chrono::milliseconds shutdown_grace{5000};
+};
+
+/// Serves until SIGTERM or SIGINT, then stops accepting, lets the calls in
+/// flight finish for shutdown_grace (cancelling the rest), and returns 0.
+/// Logs "serving" with the bound address (so a caller that asked for port 0
+/// learns the port), one "request" event per authenticated /mcp request
+/// naming the token (never the token itself), and "stopped". Throws
+/// std::runtime_error when the address cannot be bound.
+int run_http_server(Backend& backend, const HttpServerConfig& config, const rawtool::detail::OperatorLog& log);
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,62 @@
+// rawtool::mcp::serve_http: the MCP server over rawtool::Tool, on HTTP.
+
+#include <rawtool/mcp.hpp>
+
+#include "mcp/http_server.hpp"
+#include "mcp/tool_backend.hpp"
+
+#include "lib/detail/log.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace rawtool::mcp {
+
+namespace {
+
+// Certified queries are not scoped per token yet: a token limited to some
+// databases may not be served beside catalog queries on the others.
+void require_catalog_within_reach(const Tool& tool) {
+  const auto& config = tool.config();
+  const auto& tokens = config.http.tokens;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    for (const CatalogQuery& query : tool.catalog().queries) {
+      const std::string& label = query.database.empty() ? config.databases.front().label : query.database;
+      if (std::find(tokens[i].databases.begin(), tokens[i].databases.end(), label) == tokens[i].databases.end()) {
+        throw ConfigError("http.tokens[" + std::to_string(i) + "].databases",
+                          "leaves out a database the catalog has queries on; certified queries are not yet limited "
+                          "per token, so such a token cannot be served");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int serve_http(Tool& tool, std::string_view listen) {
+  const auto& config = tool.config();
+  detail::HttpServerConfig server;
+  const auto address = detail::parse_listen_address(listen);
+  if (!address) throw ConfigError("http", "the listen address must be HOST:PORT (an IPv6 address in brackets)");
+  const auto loopback = detail::is_loopback_host(address->host);
+  if (!loopback) throw ConfigError("http", "the listen host must be an IP address or localhost");
+  server.listen = *address;
+  if (server.listen.host == "localhost") server.listen.host = "127.0.0.1";
+  if (!*loopback && config.http.tokens.empty() && !config.http.allow_unauthenticated) {
+    throw ConfigError("http.tokens", "none are configured, and the address is not loopback: anyone who reaches it "
+                                     "could run statements; configure tokens, or set http.allow_unauthenticated");
+  }
+  require_catalog_within_reach(tool);
+  for (const HttpToken& token : config.http.tokens) {
+    server.clients.push_back({token.name, token.sha256, detail::describe_server(tool, token.databases)});
+  }
+  server.open = detail::describe_server(tool);
+  server.allowed_origins = config.http.allowed_origins;
+  server.max_body_bytes = config.http.max_body_bytes;
+  server.max_concurrent_calls = config.max_concurrent_calls;
+
+  detail::ToolBackend backend(tool);
+  return detail::run_http_server(backend, server, rawtool::detail::ToolInternals::log(tool));
+}
+
+}  // namespace rawtool::mcp

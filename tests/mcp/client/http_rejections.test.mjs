@@ -1,0 +1,261 @@
+// Every request the HTTP transport must turn away, sent with fetch or a raw
+// socket to the real binary started from a configuration file, and what an
+// accepted token may reach.
+//
+//   node http_rejections.test.mjs --binary build/dev/rawtool/rawtool
+
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { after, before, describe, test } from "node:test";
+
+import { argument, sha256Hex, startHttpServer } from "./http_server.mjs";
+
+const binary = argument("--binary");
+const aliceToken = "alice-token-7d1e5c";
+const bobToken = "bob-token-93f0aa";
+const config = {
+  databases: [
+    { label: "main", path: ":memory:" },
+    { label: "scratch", path: ":memory:" },
+  ],
+  http: {
+    tokens: [
+      { name: "alice", sha256: sha256Hex(aliceToken) },
+      { name: "bob", sha256: sha256Hex(bobToken), databases: ["scratch"] },
+    ],
+    allowed_origins: ["http://localhost:3000"],
+    max_body_bytes: 4096,
+  },
+};
+
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
+
+let server;
+before(async () => {
+  server = await startHttpServer(binary, config);
+  assert.ok(server.url, "the server did not start");
+});
+after(async () => {
+  if (server?.url) assert.equal(await server.stop(), 0, "SIGTERM must end the server with status 0");
+});
+
+function post(body, { token, headers = {} } = {}) {
+  return fetch(server.url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...headers,
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+async function openSession(token) {
+  const response = await post(initialize, { token });
+  assert.equal(response.status, 200);
+  const id = response.headers.get("mcp-session-id");
+  assert.match(id ?? "", /^[0-9a-f]{32}$/);
+  await response.json();
+  const ready = await post({ jsonrpc: "2.0", method: "notifications/initialized" }, { token, headers: sessionHeaders(id) });
+  assert.equal(ready.status, 202);
+  assert.equal(await ready.text(), "");
+  return id;
+}
+
+function sessionHeaders(id) {
+  return { "mcp-session-id": id, "mcp-protocol-version": "2025-11-25" };
+}
+
+// Sends `head` (request line and headers, no body) on a raw socket and
+// resolves with what the server sends back before it closes or 3 s pass.
+function rawExchange(head) {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(head));
+    let received = "";
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(received);
+    }, 3000);
+    socket.on("data", (chunk) => {
+      received += chunk;
+      if (received.includes("\r\n\r\n")) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(received);
+      }
+    });
+    socket.on("error", reject);
+  });
+}
+
+describe("requests turned away", () => {
+  test("a request without a bearer token gets 401 with WWW-Authenticate", async () => {
+    const response = await post(initialize);
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get("www-authenticate") ?? "", /^Bearer realm="rawtool"/);
+    const body = await response.json();
+    assert.equal(body.error.code, -32600);
+  });
+
+  test("a wrong token gets 401 naming invalid_token", async () => {
+    const response = await post(initialize, { token: aliceToken + "x" });
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+  });
+
+  test("a token in the query string is not accepted", async () => {
+    const response = await fetch(`${server.url}?access_token=${aliceToken}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(initialize),
+    });
+    assert.ok(response.status === 401 || response.status === 404, `got ${response.status}`);
+  });
+
+  test("the Authorization scheme must be Bearer", async () => {
+    const response = await post(initialize, { headers: { authorization: `Basic ${aliceToken}` } });
+    assert.equal(response.status, 401);
+  });
+
+  test("an Origin not in allowed_origins gets 403, even with a valid token", async () => {
+    const response = await post(initialize, { token: aliceToken, headers: { origin: "http://evil.example" } });
+    assert.equal(response.status, 403);
+    const allowed = await post(initialize, { token: aliceToken, headers: { origin: "http://localhost:3000" } });
+    assert.equal(allowed.status, 200);
+  });
+
+  test("a body over max_body_bytes gets 413 before any of it is sent", async () => {
+    const reply = await rawExchange(
+      `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${aliceToken}\r\n` +
+        "Content-Type: application/json\r\nContent-Length: 104857600\r\n\r\n",
+    );
+    assert.match(reply, /^HTTP\/1\.1 413 /);
+  });
+
+  test("a body over max_body_bytes sent whole also gets 413", async () => {
+    const response = await post(" ".repeat(5000) + JSON.stringify(initialize), { token: aliceToken });
+    assert.equal(response.status, 413);
+  });
+
+  test("malformed JSON gets 400 with a JSON-RPC parse error", async () => {
+    const session = await openSession(aliceToken);
+    const response = await post('{"jsonrpc": "2.0", "id": ', { token: aliceToken, headers: sessionHeaders(session) });
+    assert.equal(response.status, 400);
+    const body = await response.json();
+    assert.equal(body.error.code, -32700);
+    assert.equal("id" in body, false);
+  });
+
+  test("a body that is not application/json gets 415", async () => {
+    const response = await post(JSON.stringify(initialize), { token: aliceToken, headers: { "content-type": "text/plain" } });
+    assert.equal(response.status, 415);
+  });
+
+  test("GET on /mcp gets 405 naming the methods served", async () => {
+    const response = await fetch(server.url, { headers: { authorization: `Bearer ${aliceToken}` } });
+    assert.equal(response.status, 405);
+    assert.equal(response.headers.get("allow"), "POST, DELETE");
+  });
+
+  test("after initialize, a request needs Mcp-Session-Id: 400 without it, 404 with an unknown one", async () => {
+    await openSession(aliceToken);
+    const ping = { jsonrpc: "2.0", id: 2, method: "ping" };
+    assert.equal((await post(ping, { token: aliceToken })).status, 400);
+    assert.equal((await post(ping, { token: aliceToken, headers: sessionHeaders("0".repeat(32)) })).status, 404);
+  });
+
+  test("a session opened with one token is unknown to another", async () => {
+    const session = await openSession(aliceToken);
+    const ping = { jsonrpc: "2.0", id: 2, method: "ping" };
+    assert.equal((await post(ping, { token: bobToken, headers: sessionHeaders(session) })).status, 404);
+    assert.equal((await post(ping, { token: aliceToken, headers: sessionHeaders(session) })).status, 200);
+  });
+
+  test("an unsupported MCP-Protocol-Version gets 400", async () => {
+    const session = await openSession(aliceToken);
+    const response = await post(
+      { jsonrpc: "2.0", id: 2, method: "ping" },
+      { token: aliceToken, headers: { ...sessionHeaders(session), "mcp-protocol-version": "1999-01-01" } },
+    );
+    assert.equal(response.status, 400);
+  });
+
+  test("DELETE ends a session: its id then gets 404", async () => {
+    const session = await openSession(aliceToken);
+    const deleted = await fetch(server.url, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${aliceToken}`, ...sessionHeaders(session) },
+    });
+    assert.equal(deleted.status, 204);
+    const ping = await post({ jsonrpc: "2.0", id: 2, method: "ping" }, { token: aliceToken, headers: sessionHeaders(session) });
+    assert.equal(ping.status, 404);
+  });
+
+  test("an unknown path gets 404", async () => {
+    const response = await fetch(new URL("/other", server.url), { headers: { authorization: `Bearer ${aliceToken}` } });
+    assert.equal(response.status, 404);
+  });
+});
+
+describe("what is served", () => {
+  test("/healthz answers without a token and tells nothing", async () => {
+    const response = await fetch(new URL("/healthz", server.url));
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), "ok\n");
+    assert.equal(response.headers.get("server"), "rawtool");
+  });
+
+  test("a token limited to some databases is shown and reaches only them", async () => {
+    const session = await openSession(bobToken);
+    const headers = sessionHeaders(session);
+    const list = await (await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { token: bobToken, headers })).json();
+    const raw = list.result.tools.find((tool) => tool.name === "raw_sql");
+    assert.ok(raw, "raw_sql is listed");
+    assert.equal(JSON.stringify(raw).includes('"main"'), false, "the schema names a database the token does not reach");
+    const call = (id, args) => post({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: args } }, { token: bobToken, headers });
+    const elsewhere = await (await call(3, { sql: "SELECT 1", database: "main" })).json();
+    assert.ok(elsewhere.error || elsewhere.result?.isError, "a call naming another database must be refused");
+    assert.equal(JSON.stringify(elsewhere).includes("rows"), false);
+    const own = await (await call(4, { sql: "SELECT 42 AS answer" })).json();
+    assert.equal(own.result.isError, false);
+    assert.equal(own.result.structuredContent.raw_provenance.database, "scratch");
+    assert.deepEqual(own.result.structuredContent.rows, [["42"]]);
+  });
+
+  test("every authenticated call is logged with the token's name, never the token", async () => {
+    const session = await openSession(aliceToken);
+    await (await post({ jsonrpc: "2.0", id: 7, method: "ping" }, { token: aliceToken, headers: sessionHeaders(session) })).json();
+    const log = server.log();
+    const requests = log
+      .split("\n")
+      .filter((line) => line.includes('"event":"request"'))
+      .map((line) => JSON.parse(line));
+    assert.ok(requests.some((entry) => entry.token === "alice" && entry.method === "ping" && entry.status === 200));
+    assert.ok(requests.every((entry) => entry.token === "alice" || entry.token === "bob"));
+    assert.equal(log.includes(aliceToken), false);
+    assert.equal(log.includes(bobToken), false);
+  });
+});
+
+describe("refusing to start", () => {
+  test("no tokens on an address that is not loopback: exit 2, nothing served", async () => {
+    const { url, exitCode, stderr } = await startHttpServer(binary, { databases: [{ path: ":memory:" }] }, { listen: "0.0.0.0:0" });
+    assert.equal(url, null);
+    assert.equal(exitCode, 2);
+    assert.match(stderr, /http\.tokens/);
+  });
+
+  test("a listen address that is not HOST:PORT: exit 2", async () => {
+    const { url, exitCode } = await startHttpServer(binary, { databases: [{ path: ":memory:" }] }, { listen: "127.0.0.1" });
+    assert.equal(url, null);
+    assert.equal(exitCode, 2);
+  });
+});

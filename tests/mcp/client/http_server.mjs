@@ -1,0 +1,72 @@
+// Starts `rawtool mcp --http 127.0.0.1:0` with a configuration of the test's
+// own, learns the port from the operator log's "serving" event, and stops it
+// with SIGTERM. Shared by the HTTP transport's tests.
+
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export function sha256Hex(text) {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+export function argument(name) {
+  const at = process.argv.indexOf(name);
+  if (at < 0 || at + 1 >= process.argv.length) throw new Error(`missing ${name}`);
+  return process.argv[at + 1];
+}
+
+/// Runs the binary with `config` (an object, written to a file) and `listen`;
+/// resolves once it serves, with { url, log(), stop() }. stop() sends SIGTERM
+/// and resolves with the exit code.
+export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", extraArgs = [] } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "rawtool-http-"));
+  const configFile = join(dir, "config.json");
+  const logFile = join(dir, "operator.log");
+  writeFileSync(configFile, JSON.stringify(config));
+  const child = spawn(binary, ["mcp", "--http", listen, "--config", configFile, "--log", logFile, ...extraArgs], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal)));
+  const log = () => {
+    try {
+      return readFileSync(logFile, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const deadline = Date.now() + 20000;
+  let url = null;
+  while (url === null) {
+    const serving = log()
+      .split("\n")
+      .filter((line) => line.includes('"event":"serving"'))
+      .map((line) => JSON.parse(line));
+    if (serving.length > 0) url = serving[0].url;
+    else if (child.exitCode !== null) break;
+    else if (Date.now() > deadline) break;
+    else await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  if (url === null) {
+    child.kill("SIGKILL");
+    const code = await exited;
+    cleanup();
+    return { url: null, exitCode: code, stderr, log: () => "" };
+  }
+  return {
+    url,
+    log,
+    stderr: () => stderr,
+    async stop() {
+      child.kill("SIGTERM");
+      const code = await exited;
+      cleanup();
+      return code;
+    },
+  };
+}
