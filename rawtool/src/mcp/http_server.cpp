@@ -11,6 +11,7 @@
 // Boost 1.74's Asio uses std::exchange without including <utility> under C++20.
 #include <utility>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -105,7 +106,11 @@ public:
     return session;
   }
 
+  /// Requests handed to a session whose answer is not yet written.
   std::atomic<std::size_t> requests_in_flight{0};
+  /// Set once a stop signal came: a call that ends unanswered was cancelled
+  /// by the stop, and its request is told so.
+  std::atomic<bool> stopping{false};
 
 private:
   void accept();
@@ -156,6 +161,8 @@ private:
   std::shared_ptr<HttpSession> session_;
   bool new_session_ = false;  // session_ was made by this request's initialize
   std::string rpc_method_;    // for the log: the JSON-RPC method, when it is a string
+  json request_id_;           // the id of the request in flight; null for a notification
+  bool in_flight_ = false;    // counted in Server::requests_in_flight until its answer is written
   std::array<char, 16 * 1024> drain_{};
   std::size_t drained_ = 0;
 };
@@ -211,6 +218,7 @@ void Connection::read_header() {
   session_.reset();
   new_session_ = false;
   rpc_method_.clear();
+  request_id_ = nullptr;
   stream_.expires_after(server_.config().read_timeout);
   http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
     if (error) return;  // closed, timed out or unreadable: the connection ends
@@ -287,6 +295,9 @@ void Connection::on_body() {
   }
   const json& message = std::get<json>(parsed);
   if (message.is_object()) {
+    if (const auto id = message.find("id"); id != message.end() && (id->is_string() || id->is_number_integer())) {
+      request_id_ = *id;
+    }
     if (const auto found = message.find("method"); found != message.end() && found->is_string()) {
       const auto& name = found->get_ref<const std::string&>();
       // Only method names the server knows go to the log; the rest is the client's text.
@@ -307,6 +318,7 @@ void Connection::on_body() {
   }
   stream_.expires_never();  // the answer may wait for a tool call
   ++server_.requests_in_flight;
+  in_flight_ = true;
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
   session_->dispatcher->handle(message, channel);
 }
@@ -324,13 +336,20 @@ void Connection::deliver(const std::string& message) {
   }
   response.body() = message;
   log_request(200);
-  --server_.requests_in_flight;
   send(std::move(response));
 }
 
 void Connection::deliver_nothing() {
+  if (server_.stopping && !request_id_.is_null() && rpc_method_ == "tools/call") {
+    // Cancelled at the stop's deadline: the caller is told, not left waiting.
+    Response response(http::status::service_unavailable, parser_->get().version());
+    response.set(http::field::content_type, "application/json");
+    response.body() = render::dump(
+        error_response(request_id_, ErrorCode::server_busy, "the server stopped before this call finished; it was cancelled"));
+    log_request(503);
+    return send(std::move(response));
+  }
   log_request(202);
-  --server_.requests_in_flight;
   send(Response(http::status::accepted, parser_->get().version()));
 }
 
@@ -375,6 +394,10 @@ void Connection::send(Response response) {
   auto shared = std::make_shared<Response>(std::move(response));
   stream_.expires_after(server_.config().read_timeout);
   http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code error, std::size_t) {
+    if (self->in_flight_) {
+      self->in_flight_ = false;
+      --self->server_.requests_in_flight;
+    }
     if (error) return;
     if (shared->keep_alive()) return self->read_header();
     self->drain_and_close();
@@ -402,6 +425,7 @@ void Server::accept() {
 }
 
 void Server::stop() {
+  stopping = true;
   std::lock_guard lock(stop_mutex_);
   stopping_ = true;
   stop_requested_.notify_all();
@@ -420,6 +444,9 @@ int Server::run() {
     if (!error) stop();
   });
   accept();
+  // Once the acceptor closes, a connection waiting for a worker's answer has
+  // no operation pending; the guard keeps the I/O threads running for it.
+  auto keep_running = asio::make_work_guard(io_);
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, config_.io_threads); ++i) threads.emplace_back([this] { io_.run(); });
   {

@@ -53,7 +53,9 @@ struct HttpServerConfig {
 };
 
 /// Serves until SIGTERM or SIGINT, then stops accepting, lets the calls in
-/// flight finish for shutdown_grace (cancelling the rest), and returns 0.
+/// flight finish for shutdown_grace and answers them, cancels the rest and
+/// answers each of those 503 with a JSON-RPC error naming the stop, and
+/// returns 0 once the answers are written (or 2 s more have passed).
 /// Logs "serving" with the bound address (so a caller that asked for port 0
 /// learns the port), one "request" event per authenticated /mcp request
 /// naming the token (never the token itself), and "stopped". Throws

@@ -259,3 +259,84 @@ describe("refusing to start", () => {
     assert.equal(exitCode, 2);
   });
 });
+
+// A SQLite statement that runs for about 0.7 s on this machine when idle,
+// inside the 5 s statement timeout and the 5 s grace of a stop.
+const slowSql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500000) SELECT count(*) AS c FROM n";
+
+describe("calls in flight", () => {
+  test("notifications/cancelled stops a call: its POST gets 202 and no response", async () => {
+    const session = await openSession(aliceToken);
+    const headers = sessionHeaders(session);
+    const call = post(
+      { jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "raw_sql", arguments: { sql: slowSql.replace("1500000", "300000000") } } },
+      { token: aliceToken, headers },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const cancel = await post(
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 41, reason: "test" } },
+      { token: aliceToken, headers },
+    );
+    assert.equal(cancel.status, 202);
+    const response = await call;
+    assert.equal(response.status, 202);
+    assert.equal(await response.text(), "");
+  });
+
+  test("SIGTERM lets a call in flight finish and answer, then exits 0", async () => {
+    const own = await startHttpServer(binary, config);
+    assert.ok(own.url);
+    const request = (body, headers = {}) =>
+      fetch(own.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}`, ...headers },
+        body: JSON.stringify(body),
+      });
+    const opened = await request(initialize);
+    const session = opened.headers.get("mcp-session-id");
+    await opened.json();
+    const call = request(
+      { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "raw_sql", arguments: { sql: slowSql } } },
+      sessionHeaders(session),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const stopped = own.stop();
+    const response = await call;
+    assert.equal(response.status, 200);
+    const body = await response.json();
+    assert.equal(body.result.isError, false);
+    assert.deepEqual(body.result.structuredContent.rows, [["1500000"]]);
+    assert.equal(await stopped, 0);
+  });
+
+  test("SIGTERM cancels a call still running after the 5 s grace and answers it 503 with a JSON-RPC error", async () => {
+    const patient = structuredClone(config);
+    patient.databases[0].limits = { statement_timeout_ms: 60000 };
+    const own = await startHttpServer(binary, patient);
+    assert.ok(own.url);
+    const request = (body, headers = {}) =>
+      fetch(own.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}`, ...headers },
+        body: JSON.stringify(body),
+      });
+    const opened = await request(initialize);
+    const session = opened.headers.get("mcp-session-id");
+    await opened.json();
+    const endless = slowSql.replace("1500000", "3000000000");
+    const call = request(
+      { jsonrpc: "2.0", id: "long", method: "tools/call", params: { name: "raw_sql", arguments: { sql: endless } } },
+      sessionHeaders(session),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    const stopped = own.stop();
+    const response = await call;
+    assert.equal(response.status, 503);
+    const body = await response.json();
+    assert.equal(body.id, "long");
+    assert.equal(body.error.code, -32000);
+    assert.ok(Date.now() - started >= 4500, "answered before the grace ran out");
+    assert.equal(await stopped, 0);
+  });
+});
