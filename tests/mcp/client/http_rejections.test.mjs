@@ -140,6 +140,17 @@ describe("requests turned away", () => {
     assert.match(reply, /^HTTP\/1\.1 413 /);
   });
 
+  test("a chunked body that grows past max_body_bytes gets 413", async () => {
+    const chunk = " ".repeat(3000);
+    const size = chunk.length.toString(16);
+    const reply = await rawExchange(
+      `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${aliceToken}\r\n` +
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        `${size}\r\n${chunk}\r\n${size}\r\n${chunk}\r\n`,
+    );
+    assert.match(reply, /^HTTP\/1\.1 413 /);
+  });
+
   test("a body over max_body_bytes sent whole also gets 413", async () => {
     const response = await post(" ".repeat(5000) + JSON.stringify(initialize), { token: aliceToken });
     assert.equal(response.status, 413);
