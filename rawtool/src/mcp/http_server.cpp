@@ -21,6 +21,7 @@
 #include <boost/beast/http.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <csignal>
 #include <limits>
@@ -32,6 +33,8 @@
 #include <thread>
 #include <unordered_map>
 #include <variant>
+
+#include <sys/socket.h>
 
 namespace rawtool::mcp::detail {
 
@@ -151,6 +154,8 @@ private:
   void refuse(http::status status, std::string_view message);
   void send(Response response);
   void drain_and_close();
+  void watch_for_hangup();
+  void answered();
   void log_request(unsigned status);
 
   beast::tcp_stream stream_;
@@ -165,6 +170,7 @@ private:
   bool in_flight_ = false;    // counted in Server::requests_in_flight until its answer is written
   std::array<char, 16 * 1024> drain_{};
   std::size_t drained_ = 0;
+  bool awaiting_answer_ = false;  // a tool call's answer is awaited; the socket is watched for a hang-up
 };
 
 /// The channel one POST's message is answered through. The response goes to
@@ -188,6 +194,13 @@ private:
   std::shared_ptr<Connection> connection_;
   asio::any_io_executor strand_;
   std::atomic<bool> sent_{false};
+};
+
+/// For a message the server makes up itself and that is answered with
+/// nothing (a cancellation on a client's hang-up).
+class NoReply final : public ReplyChannel {
+public:
+  void send(std::string) override {}
 };
 
 std::string error_body(ErrorCode code, std::string_view message) {
@@ -320,10 +333,43 @@ void Connection::on_body() {
   ++server_.requests_in_flight;
   in_flight_ = true;
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
-  session_->dispatcher->handle(message, channel);
+  const auto handled = session_->dispatcher->handle(message, channel);
+  if (handled == Dispatcher::Handled::started && !request_id_.is_null()) {
+    awaiting_answer_ = true;
+    watch_for_hangup();
+  }
+}
+
+// While a tool call runs nothing is read from the client. A client that
+// closes the connection gives up on the call, as notifications/cancelled
+// would say: the statement is cancelled on the server. Data instead of a
+// close (a pipelined request) ends the watch and waits for its turn.
+void Connection::watch_for_hangup() {
+  stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code error) {
+    if (error || !self->awaiting_answer_) return;
+    char byte = 0;
+    const ssize_t peeked = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (peeked > 0 || (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;
+    self->awaiting_answer_ = false;
+    const json cancel{{"jsonrpc", "2.0"},
+                      {"method", "notifications/cancelled"},
+                      {"params", {{"requestId", self->request_id_}, {"reason", "the client closed the connection"}}}};
+    // The session answers a cancellation with nothing; the call's own
+    // channel then answers the closed connection, which ends it.
+    self->session_->dispatcher->handle(cancel, std::make_shared<NoReply>());
+  });
+}
+
+// The answer is about to be written: the hang-up watch ends.
+void Connection::answered() {
+  if (!awaiting_answer_) return;
+  awaiting_answer_ = false;
+  beast::error_code ignored;
+  stream_.socket().cancel(ignored);
 }
 
 void Connection::deliver(const std::string& message) {
+  answered();
   Response response(http::status::ok, parser_->get().version());
   response.set(http::field::content_type, "application/json");
   if (new_session_) {
@@ -340,6 +386,7 @@ void Connection::deliver(const std::string& message) {
 }
 
 void Connection::deliver_nothing() {
+  answered();
   if (server_.stopping && !request_id_.is_null() && rpc_method_ == "tools/call") {
     // Cancelled at the stop's deadline: the caller is told, not left waiting.
     Response response(http::status::service_unavailable, parser_->get().version());

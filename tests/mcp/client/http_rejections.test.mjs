@@ -294,6 +294,42 @@ describe("calls in flight", () => {
     assert.equal(await response.text(), "");
   });
 
+  test("a client that closes its connection during a call cancels the statement", async () => {
+    // Tool calls answered with nothing so far (other tests cancel some).
+    const unansweredCalls = () =>
+      server
+        .log()
+        .split("\n")
+        .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
+        .filter((line) => JSON.parse(line).status === 202).length;
+    const before = unansweredCalls();
+    const session = await openSession(aliceToken);
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 43,
+      method: "tools/call",
+      params: { name: "raw_sql", arguments: { sql: slowSql.replace("1500000", "300000000") } },
+    });
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    await new Promise((resolve) => socket.on("connect", resolve));
+    socket.write(
+      `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${aliceToken}\r\nContent-Type: application/json\r\n` +
+        `Mcp-Session-Id: ${session}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+    // Left alone the statement would run until its 5 s timeout and be
+    // answered 200; cancelled, its request is logged answered with nothing.
+    const deadline = Date.now() + 3000;
+    let cancelled = false;
+    while (!cancelled && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      cancelled = unansweredCalls() > before;
+    }
+    assert.ok(cancelled, "the call was not cancelled within 3 s of the hang-up");
+  });
+
   test("SIGTERM lets a call in flight finish and answer, then exits 0", async () => {
     const own = await startHttpServer(binary, config);
     assert.ok(own.url);
