@@ -548,6 +548,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(defaults.allowed_origins.empty());
   CHECK(defaults.max_body_bytes == 1024 * 1024);
   CHECK_FALSE(defaults.allow_unauthenticated);
+  CHECK(defaults.max_sessions == 1024);
+  CHECK(defaults.max_sessions_per_token == 0);
+  CHECK(defaults.max_calls_per_token == 0);
+  CHECK(defaults.session_idle_seconds == 3600);
 
   // Databases are kept in configuration order, whatever order the token lists
   // them in, so its default is the first configured one it reaches.
@@ -555,7 +559,8 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
                                           R"(", "databases": ["b", "a"]}, {"name": "ops", "sha256": ")" +
                                           std::string(64, 'b') + R"(", "databases": ["b"]}, {"name": "all", "sha256": ")" +
                                           std::string(64, 'c') + R"("}],
-      "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true})");
+      "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true,
+      "max_sessions": 10, "max_sessions_per_token": 3, "max_calls_per_token": 2, "session_idle_seconds": 60})");
   REQUIRE(set.tokens.size() == 3);
   CHECK(set.tokens[0].name == "ci");
   CHECK(set.tokens[0].sha256 == digest);  // upper-case hex is read as lower-case
@@ -565,6 +570,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(set.allowed_origins == std::vector<std::string>{"http://localhost:3000"});
   CHECK(set.max_body_bytes == 4096);
   CHECK(set.allow_unauthenticated);
+  CHECK(set.max_sessions == 10);
+  CHECK(set.max_sessions_per_token == 3);
+  CHECK(set.max_calls_per_token == 2);
+  CHECK(set.session_idle_seconds == 60);
 
   const std::pair<std::string, std::string> errors[] = {
       {R"([])", "http"},
@@ -585,6 +594,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       {R"({"allowed_origins": [""]})", "http.allowed_origins[0]"},
       {R"({"max_body_bytes": 10})", "http.max_body_bytes"},
       {R"({"allow_unauthenticated": "yes"})", "http.allow_unauthenticated"},
+      {R"({"max_sessions": 0})", "http.max_sessions"},
+      {R"({"max_sessions_per_token": 100001})", "http.max_sessions_per_token"},
+      {R"({"max_calls_per_token": 1025})", "http.max_calls_per_token"},
+      {R"({"session_idle_seconds": 0.5})", "http.session_idle_seconds"},
   };
   for (const auto& [http, field] : errors) {
     INFO(http);

@@ -130,6 +130,15 @@ struct DatabaseConfig {
 ///     max_body_bytes      integer 1024..67108864, default 1048576
 ///     allow_unauthenticated  boolean, default false: serve without tokens
 ///                         on an address that is not loopback.
+///     max_sessions        integer 1..100000, default 1024: MCP sessions open
+///                         at once; an initialize beyond it gets 503
+///     max_sessions_per_token  integer 1..100000, default max_sessions
+///     max_calls_per_token integer 1..1024, default none (the server's
+///                         workers and queue bound all tokens together): tool
+///                         calls one token may have accepted at once; one
+///                         more is answered with error -32000
+///     session_idle_seconds  integer 1..604800, default 3600: a session with
+///                         no request and no call for this long is ended
 struct HttpToken {
   std::string name;
   /// Lower-case hex SHA-256 of the token.
@@ -146,6 +155,12 @@ struct HttpConfig {
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 1024 * 1024;
   bool allow_unauthenticated = false;
+  std::size_t max_sessions = 1024;
+  /// 0: max_sessions.
+  std::size_t max_sessions_per_token = 0;
+  /// 0: no limit per token.
+  std::size_t max_calls_per_token = 0;
+  std::size_t session_idle_seconds = 3600;
 };
 
 struct Config {

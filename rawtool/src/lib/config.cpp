@@ -370,7 +370,10 @@ HttpToken parse_http_token(const json& value, std::size_t index, const std::vect
 
 HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& databases) {
   detail::require_object(value, "http");
-  detail::reject_unknown_keys(value, {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated"}, "http");
+  detail::reject_unknown_keys(value,
+                              {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated", "max_sessions",
+                               "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds"},
+                              "http");
   HttpConfig http;
   if (const auto tokens = value.find("tokens"); tokens != value.end()) {
     if (!tokens->is_array()) fail("http.tokens", std::string("must be an array, not ") + detail::json_kind(*tokens));
@@ -401,6 +404,15 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   if (const auto open = value.find("allow_unauthenticated"); open != value.end()) {
     http.allow_unauthenticated = detail::read_bool(*open, "http.allow_unauthenticated");
   }
+  const auto count = [&](std::string_view key, std::int64_t maximum, std::size_t& into) {
+    if (const auto found = value.find(key); found != value.end()) {
+      into = static_cast<std::size_t>(detail::read_integer(*found, "http." + std::string(key), 1, maximum));
+    }
+  };
+  count("max_sessions", 100000, http.max_sessions);
+  count("max_sessions_per_token", 100000, http.max_sessions_per_token);
+  count("max_calls_per_token", 1024, http.max_calls_per_token);
+  count("session_idle_seconds", 604800, http.session_idle_seconds);
   return http;
 }
 

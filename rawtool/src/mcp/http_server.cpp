@@ -33,6 +33,7 @@
 #include <thread>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 
 #include <sys/socket.h>
 
@@ -53,10 +54,14 @@ constexpr std::size_t max_header_bytes = 16 * 1024;
 // this much, so the client reads the answer instead of a reset.
 constexpr std::size_t max_drain_bytes = 256 * 1024;
 
+using Clock = std::chrono::steady_clock;
+
 struct HttpSession {
   std::string id;
   const HttpClient* client = nullptr;  // nullptr: the server has no tokens
   std::unique_ptr<Dispatcher> dispatcher;
+  Clock::time_point last_used = Clock::now();  // guarded by Server::sessions_mutex_
+  std::size_t requests_in_flight = 0;          // guarded by Server::sessions_mutex_
 };
 
 class Connection;
@@ -75,13 +80,31 @@ public:
   const HttpServerConfig& config() const noexcept { return config_; }
   const OperatorLog& log() const noexcept { return log_; }
 
-  /// A new session for `client`, or nullptr when max_sessions are open. Not
-  /// registered until its initialize succeeds.
+  /// A new session for `client`, or nullptr when max_sessions are open, or
+  /// max_sessions_per_token for this client, once idle sessions are ended.
+  /// Not registered until its initialize succeeds.
   std::shared_ptr<HttpSession> make_session(const HttpClient* client) {
+    std::vector<std::shared_ptr<HttpSession>> expired;  // closed outside the lock
     {
       std::lock_guard lock(sessions_mutex_);
-      if (sessions_.size() >= config_.max_sessions) return nullptr;
+      const auto now = Clock::now();
+      for (auto entry = sessions_.begin(); entry != sessions_.end();) {
+        HttpSession& old = *entry->second;
+        if (old.requests_in_flight == 0 && now - old.last_used > config_.session_idle) {
+          --sessions_by_client_[old.client];
+          expired.push_back(std::move(entry->second));
+          entry = sessions_.erase(entry);
+        } else {
+          ++entry;
+        }
+      }
+      if (sessions_.size() >= config_.max_sessions || sessions_by_client_[client] >= config_.max_sessions_per_token) {
+        return nullptr;
+      }
     }
+    // Nothing runs in an idle session: closing it returns at once.
+    for (const auto& old : expired) old->dispatcher->close(std::chrono::milliseconds(0));
+    if (!expired.empty()) log_event(log_, LogLevel::info, "sessions_expired", "idle sessions were ended");
     auto session = std::make_shared<HttpSession>();
     session->id = crypto::random_hex(16);
     session->client = client;
@@ -91,6 +114,7 @@ public:
   }
   void add_session(std::shared_ptr<HttpSession> session) {
     std::lock_guard lock(sessions_mutex_);
+    ++sessions_by_client_[session->client];
     sessions_.emplace(session->id, std::move(session));
   }
   /// The session `id` names, when `client` opened it.
@@ -106,7 +130,28 @@ public:
     if (found == sessions_.end() || found->second->client != client) return nullptr;
     auto session = std::move(found->second);
     sessions_.erase(found);
+    --sessions_by_client_[client];
     return session;
+  }
+
+  /// Counts a request handed to `session` until end_request; false, and
+  /// nothing counted, for a tool call over its token's max_calls_per_token.
+  bool begin_request(HttpSession& session, bool tool_call) {
+    std::lock_guard lock(sessions_mutex_);
+    if (tool_call) {
+      std::size_t& calls = calls_by_client_[session.client];
+      if (config_.max_calls_per_token != 0 && calls >= config_.max_calls_per_token) return false;
+      ++calls;
+    }
+    ++session.requests_in_flight;
+    session.last_used = Clock::now();
+    return true;
+  }
+  void end_request(HttpSession& session, bool tool_call) {
+    std::lock_guard lock(sessions_mutex_);
+    if (tool_call) --calls_by_client_[session.client];
+    --session.requests_in_flight;
+    session.last_used = Clock::now();
   }
 
   /// Requests handed to a session whose answer is not yet written.
@@ -125,6 +170,8 @@ private:
   WorkerPool pool_;  // outlives the sessions, which are declared after it
   std::mutex sessions_mutex_;
   std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by sessions_mutex_
+  std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered sessions; guarded by sessions_mutex_
+  std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;       // tool calls accepted; guarded by sessions_mutex_
   asio::io_context io_;
   tcp::acceptor acceptor_;
   std::mutex stop_mutex_;
@@ -168,6 +215,7 @@ private:
   std::string rpc_method_;    // for the log: the JSON-RPC method, when it is a string
   json request_id_;           // the id of the request in flight; null for a notification
   bool in_flight_ = false;    // counted in Server::requests_in_flight until its answer is written
+  bool counted_ = false;      // counted by Server::begin_request until its answer comes
   std::array<char, 16 * 1024> drain_{};
   std::size_t drained_ = 0;
   bool awaiting_answer_ = false;  // a tool call's answer is awaited; the socket is watched for a hang-up
@@ -329,6 +377,16 @@ void Connection::on_body() {
     session_ = server_.find_session(std::string(*id), client_);
     if (session_ == nullptr) return refuse(http::status::not_found, "no such session; initialize again");
   }
+  const bool tool_call = rpc_method_ == "tools/call";
+  if (!server_.begin_request(*session_, tool_call)) {
+    Response response(http::status::ok, request.version());
+    response.set(http::field::content_type, "application/json");
+    response.body() = render::dump(error_response(
+        request_id_, ErrorCode::server_busy, "this token has as many tool calls running as it may; try again later"));
+    log_request(200);
+    return send(std::move(response));
+  }
+  counted_ = true;
   stream_.expires_never();  // the answer may wait for a tool call
   ++server_.requests_in_flight;
   in_flight_ = true;
@@ -360,8 +418,13 @@ void Connection::watch_for_hangup() {
   });
 }
 
-// The answer is about to be written: the hang-up watch ends.
+// The answer is about to be written: the request stops counting against its
+// session and token, and the hang-up watch ends.
 void Connection::answered() {
+  if (counted_) {
+    counted_ = false;
+    server_.end_request(*session_, rpc_method_ == "tools/call");
+  }
   if (!awaiting_answer_) return;
   awaiting_answer_ = false;
   beast::error_code ignored;

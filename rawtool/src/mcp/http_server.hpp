@@ -42,8 +42,16 @@ struct HttpServerConfig {
   std::size_t max_concurrent_calls = 4;
   std::size_t max_queued_calls = 256;
   std::size_t max_reply_bytes = 8 * 1024 * 1024;
-  /// Sessions open at once; an initialize beyond it is answered 503.
+  /// Sessions open at once, and per token; an initialize beyond either is
+  /// answered 503. Sessions idle longer than session_idle are ended first.
   std::size_t max_sessions = 1024;
+  std::size_t max_sessions_per_token = 1024;
+  /// Tool calls one token may have accepted at once (0: no limit); one more
+  /// is answered with a JSON-RPC error -32000.
+  std::size_t max_calls_per_token = 0;
+  /// A session with no request in flight and none for this long is ended
+  /// (checked when a session is opened).
+  std::chrono::milliseconds session_idle{3600 * 1000};
   /// A client that takes longer to send a request's headers and body, or
   /// stays idle longer between requests, is disconnected.
   std::chrono::milliseconds read_timeout{30000};

@@ -54,6 +54,11 @@ int serve_http(Tool& tool, std::string_view listen) {
   server.allowed_origins = config.http.allowed_origins;
   server.max_body_bytes = config.http.max_body_bytes;
   server.max_concurrent_calls = config.max_concurrent_calls;
+  server.max_sessions = config.http.max_sessions;
+  server.max_sessions_per_token =
+      config.http.max_sessions_per_token != 0 ? config.http.max_sessions_per_token : config.http.max_sessions;
+  server.max_calls_per_token = config.http.max_calls_per_token;
+  server.session_idle = std::chrono::seconds(config.http.session_idle_seconds);
 
   detail::ToolBackend backend(tool);
   return detail::run_http_server(backend, server, rawtool::detail::ToolInternals::log(tool));

@@ -387,3 +387,60 @@ describe("calls in flight", () => {
     assert.equal(await stopped, 0);
   });
 });
+
+describe("limits per token", () => {
+  const limited = structuredClone(config);
+  Object.assign(limited.http, { max_sessions_per_token: 2, max_calls_per_token: 1, session_idle_seconds: 2 });
+  let own;
+  before(async () => {
+    own = await startHttpServer(binary, limited);
+    assert.ok(own.url);
+  });
+  after(async () => {
+    if (own?.url) assert.equal(await own.stop(), 0);
+  });
+  const request = (token, body, headers = {}) =>
+    fetch(own.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}`, ...headers },
+      body: JSON.stringify(body),
+    });
+  const open = async (token) => {
+    const response = await request(token, initialize);
+    await response.text();
+    return { status: response.status, id: response.headers.get("mcp-session-id") };
+  };
+
+  test("a token gets max_sessions_per_token sessions; idle ones end after session_idle_seconds", async () => {
+    const first = await open(aliceToken);
+    const second = await open(aliceToken);
+    assert.equal(first.status, 200);
+    assert.equal(second.status, 200);
+    assert.equal((await open(aliceToken)).status, 503);
+    assert.equal((await open(bobToken)).status, 200, "another token's sessions are counted apart");
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    assert.equal((await open(aliceToken)).status, 200, "idle sessions make room");
+    const ping = await request(aliceToken, { jsonrpc: "2.0", id: 2, method: "ping" }, sessionHeaders(first.id));
+    assert.equal(ping.status, 404, "an expired session is unknown");
+  });
+
+  test("a token gets max_calls_per_token calls at once; another token is not held back", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 2500));  // the previous test's sessions expire
+    const a1 = await open(aliceToken);
+    const a2 = await open(aliceToken);
+    const b = await open(bobToken);
+    const call = (token, session, id, sql) =>
+      request(token, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } }, sessionHeaders(session));
+    const running = call(aliceToken, a1.id, 1, slowSql);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const refused = await (await call(aliceToken, a2.id, 2, "SELECT 1")).json();
+    assert.equal(refused.id, 2);
+    assert.equal(refused.error?.code, -32000);
+    const other = await (await call(bobToken, b.id, 3, "SELECT 1")).json();
+    assert.equal(other.result?.isError, false);
+    const first = await (await running).json();
+    assert.equal(first.result?.isError, false);
+    const after = await (await call(aliceToken, a2.id, 4, "SELECT 1")).json();
+    assert.equal(after.result?.isError, false, "the token's call slot is free again once its call is answered");
+  });
+});
