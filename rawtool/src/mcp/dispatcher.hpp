@@ -57,7 +57,8 @@ public:
 
   /// Sends a notification about the message in flight (progress), before its
   /// response. By default like send(); a transport that can carry only the
-  /// response (an HTTP request answered with one JSON body) drops it.
+  /// response (an HTTP request answered with one JSON body) drops it, one
+  /// that streams the answer sends it as an event.
   virtual void notify(std::string message) { send(std::move(message)); }
 };
 

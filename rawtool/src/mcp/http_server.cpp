@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <deque>
 #include <csignal>
 #include <limits>
 #include <memory>
@@ -192,6 +193,9 @@ public:
   /// The message in flight gets no response: a notification, or a call that
   /// was cancelled (on the strand).
   void deliver_nothing();
+  /// A notification about the message in flight (progress), sent when the
+  /// request is answered as an event stream (on the strand).
+  void deliver_event(const std::string& message);
 
 private:
   void read_header();
@@ -203,6 +207,8 @@ private:
   void drain_and_close();
   void watch_for_hangup();
   void answered();
+  void stream(std::string message, bool last);
+  void write_next_event();
   void log_request(unsigned status);
 
   beast::tcp_stream stream_;
@@ -218,6 +224,14 @@ private:
   bool counted_ = false;      // counted by Server::begin_request until its answer comes
   std::array<char, 16 * 1024> drain_{};
   std::size_t drained_ = 0;
+  // The answer as text/event-stream (a tool call whose client accepts it and
+  // asked for progress): a chunked response, one event per message.
+  bool event_stream_ = false;
+  bool stream_head_written_ = false;
+  bool writing_event_ = false;
+  std::deque<std::pair<std::string, bool>> events_;  // event text ("" for none), last
+  std::shared_ptr<http::response<http::empty_body>> stream_head_;
+  std::shared_ptr<http::response_serializer<http::empty_body>> stream_serializer_;
   bool awaiting_answer_ = false;  // a tool call's answer is awaited; the socket is watched for a hang-up
 };
 
@@ -236,7 +250,9 @@ public:
     if (sent_.exchange(true)) return;
     asio::post(strand_, [connection = connection_, message = std::move(message)] { connection->deliver(message); });
   }
-  void notify(std::string) override {}
+  void notify(std::string message) override {
+    asio::post(strand_, [connection = connection_, message = std::move(message)] { connection->deliver_event(message); });
+  }
 
 private:
   std::shared_ptr<Connection> connection_;
@@ -390,6 +406,15 @@ void Connection::on_body() {
   stream_.expires_never();  // the answer may wait for a tool call
   ++server_.requests_in_flight;
   in_flight_ = true;
+  event_stream_ = false;
+  if (tool_call && message.contains("params") && message["params"].is_object()) {
+    const json& params = message["params"];
+    const bool wants_progress = params.contains("_meta") && params["_meta"].is_object() &&
+                                params["_meta"].contains("progressToken");
+    const auto accept = header(request, http::field::accept);
+    event_stream_ = wants_progress && accept && accept->find("text/event-stream") != std::string_view::npos;
+  }
+  stream_head_written_ = false;
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
   const auto handled = session_->dispatcher->handle(message, channel);
   if (handled == Dispatcher::Handled::started && !request_id_.is_null()) {
@@ -431,8 +456,16 @@ void Connection::answered() {
   stream_.socket().cancel(ignored);
 }
 
+void Connection::deliver_event(const std::string& message) {
+  if (event_stream_ && counted_) stream(message, false);
+}
+
 void Connection::deliver(const std::string& message) {
   answered();
+  if (event_stream_) {
+    log_request(200);
+    return stream(message, true);
+  }
   Response response(http::status::ok, parser_->get().version());
   response.set(http::field::content_type, "application/json");
   if (new_session_) {
@@ -450,6 +483,18 @@ void Connection::deliver(const std::string& message) {
 
 void Connection::deliver_nothing() {
   answered();
+  if (event_stream_ && (stream_head_written_ || writing_event_ || !events_.empty())) {
+    // The stream has begun: it ends with the stop's error, or with no response.
+    if (server_.stopping) {
+      log_request(503);
+      return stream(render::dump(error_response(request_id_, ErrorCode::server_busy,
+                                                "the server stopped before this call finished; it was cancelled")),
+                    true);
+    }
+    log_request(202);
+    return stream("", true);
+  }
+  event_stream_ = false;
   if (server_.stopping && !request_id_.is_null() && rpc_method_ == "tools/call") {
     // Cancelled at the stop's deadline: the caller is told, not left waiting.
     Response response(http::status::service_unavailable, parser_->get().version());
@@ -461,6 +506,56 @@ void Connection::deliver_nothing() {
   }
   log_request(202);
   send(Response(http::status::accepted, parser_->get().version()));
+}
+
+void Connection::stream(std::string message, bool last) {
+  events_.emplace_back(message.empty() ? std::string() : "event: message\ndata: " + message + "\n\n", last);
+  if (!writing_event_) write_next_event();
+}
+
+// Writes the stream's head, then its events in order, one write at a time;
+// after the last, the connection reads its next request.
+void Connection::write_next_event() {
+  const auto self = shared_from_this();
+  if (!stream_head_written_) {
+    writing_event_ = true;
+    stream_head_ = std::make_shared<http::response<http::empty_body>>(http::status::ok, parser_->get().version());
+    stream_head_->set(http::field::content_type, "text/event-stream");
+    stream_head_->set(http::field::cache_control, "no-cache");
+    stream_head_->set(http::field::server, "rawtool");
+    stream_head_->keep_alive(parser_->get().keep_alive());
+    stream_head_->chunked(true);
+    stream_serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*stream_head_);
+    http::async_write_header(stream_, *stream_serializer_, [self](beast::error_code error, std::size_t) {
+      self->writing_event_ = false;
+      if (error) return;
+      self->stream_head_written_ = true;
+      self->write_next_event();
+    });
+    return;
+  }
+  if (events_.empty()) return;
+  auto [text, last] = std::move(events_.front());
+  events_.pop_front();
+  writing_event_ = true;
+  auto body = std::make_shared<std::string>(std::move(text));
+  const auto after = [self, last = last](beast::error_code error) {
+    self->writing_event_ = false;
+    if (error) return;
+    if (!last) return self->write_next_event();
+    asio::async_write(self->stream_, http::make_chunk_last(), [self](beast::error_code ended, std::size_t) {
+      if (self->in_flight_) {
+        self->in_flight_ = false;
+        --self->server_.requests_in_flight;
+      }
+      if (ended) return;
+      if (self->stream_head_->keep_alive()) return self->read_header();
+      self->drain_and_close();
+    });
+  };
+  if (body->empty()) return after({});
+  asio::async_write(stream_, http::make_chunk(asio::buffer(*body)),
+                    [body, after](beast::error_code error, std::size_t) { after(error); });
 }
 
 void Connection::handle_delete() {

@@ -6,7 +6,10 @@
 // decides what to answer.
 //
 //   POST /mcp     one JSON-RPC message; a request is answered with one JSON
-//                 body, a notification or response with 202
+//                 body, or, for a tool call that asked for progress from a
+//                 client that accepts text/event-stream, with an event stream
+//                 (progress, then the response); a notification or response
+//                 with 202
 //   GET /mcp      405 (no server-to-client stream yet)
 //   DELETE /mcp   ends the session named by Mcp-Session-Id
 //   GET /healthz  200, no authentication, no information

@@ -109,3 +109,30 @@ test("clients of two tokens at once: every reply carries its own call's data, ea
     await client.close();
   }));
 });
+
+test("a call that asks for progress is answered as an event stream: the SDK sees the progress, then the result", async () => {
+  const { client, transport } = await connectAs(tokens.alice);
+  const progress = [];
+  const result = await client.callTool({ name: "raw_sql", arguments: { sql: "SELECT 'streamed' AS how" } }, undefined, {
+    onprogress: (update) => progress.push(update),
+  });
+  assert.deepEqual(result.structuredContent.rows, [["streamed"]]);
+  assert.ok(progress.length >= 1, "no progress notification reached the client");
+  assert.equal(progress[0].message, "running");
+  // The same request without a progress token is one JSON body.
+  const plain = await fetch(server.url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${tokens.alice}`,
+      "mcp-session-id": transport.sessionId,
+      "mcp-protocol-version": "2025-11-25",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 99, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } }),
+  });
+  assert.equal(plain.headers.get("content-type"), "application/json");
+  assert.equal((await plain.json()).id, 99);
+  await transport.terminateSession();
+  await client.close();
+});
