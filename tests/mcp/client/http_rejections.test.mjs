@@ -331,62 +331,54 @@ describe("calls in flight", () => {
   });
 
   test("SIGTERM lets a call in flight finish and answer, then exits 0", async () => {
-    const own = await startHttpServer(binary, config);
-    assert.ok(own.url);
-    const request = (body, headers = {}) =>
-      fetch(own.url, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}`, ...headers },
-        body: JSON.stringify(body),
-      });
-    const opened = await request(initialize);
-    const session = opened.headers.get("mcp-session-id");
-    await opened.json();
-    const call = request(
-      { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "raw_sql", arguments: { sql: slowSql } } },
-      sessionHeaders(session),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const stopped = own.stop();
-    const response = await call;
+    const { response, exitCode } = await callThenStop(config, 5, slowSql, 150);
     assert.equal(response.status, 200);
     const body = await response.json();
     assert.equal(body.result.isError, false);
     assert.deepEqual(body.result.structuredContent.rows, [["1500000"]]);
-    assert.equal(await stopped, 0);
+    assert.equal(exitCode, 0);
   });
 
   test("SIGTERM cancels a call still running after the 5 s grace and answers it 503 with a JSON-RPC error", async () => {
     const patient = structuredClone(config);
     patient.databases[0].limits = { statement_timeout_ms: 60000 };
-    const own = await startHttpServer(binary, patient);
-    assert.ok(own.url);
-    const request = (body, headers = {}) =>
-      fetch(own.url, {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}`, ...headers },
-        body: JSON.stringify(body),
-      });
-    const opened = await request(initialize);
-    const session = opened.headers.get("mcp-session-id");
-    await opened.json();
     const endless = slowSql.replace("1500000", "3000000000");
-    const call = request(
-      { jsonrpc: "2.0", id: "long", method: "tools/call", params: { name: "raw_sql", arguments: { sql: endless } } },
-      sessionHeaders(session),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const started = Date.now();
-    const stopped = own.stop();
-    const response = await call;
+    const { response, exitCode, stoppedAt } = await callThenStop(patient, "long", endless, 200);
     assert.equal(response.status, 503);
     const body = await response.json();
     assert.equal(body.id, "long");
     assert.equal(body.error.code, -32000);
-    assert.ok(Date.now() - started >= 4500, "answered before the grace ran out");
-    assert.equal(await stopped, 0);
+    assert.ok(Date.now() - stoppedAt >= 4500, "answered before the grace ran out");
+    assert.equal(exitCode, 0);
   });
 });
+
+// Starts a server of its own with `serverConfig`, opens a session with
+// alice's token, starts a raw_sql call of `sql` with request id `id`, and
+// sends SIGTERM `delayMs` later; resolves with the call's response, the exit
+// status and when the stop was sent.
+async function callThenStop(serverConfig, id, sql, delayMs) {
+  const own = await startHttpServer(binary, serverConfig);
+  assert.ok(own.url);
+  const request = (body, headers = {}) =>
+    fetch(own.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}`, ...headers },
+      body: JSON.stringify(body),
+    });
+  const opened = await request(initialize);
+  const session = opened.headers.get("mcp-session-id");
+  await opened.json();
+  const call = request(
+    { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } },
+    sessionHeaders(session),
+  );
+  await new Promise((resolve) => setTimeout(resolve, delayMs));
+  const stoppedAt = Date.now();
+  const stopped = own.stop();
+  const response = await call;
+  return { response, exitCode: await stopped, stoppedAt };
+}
 
 describe("limits per token", () => {
   const limited = structuredClone(config);
