@@ -450,10 +450,9 @@ void Connection::answered() {
     counted_ = false;
     server_.end_request(*session_, rpc_method_ == "tools/call");
   }
-  if (!awaiting_answer_) return;
+  // The watch's pending wait is left to complete on its own and then does
+  // nothing: cancelling it would cancel a progress event being written too.
   awaiting_answer_ = false;
-  beast::error_code ignored;
-  stream_.socket().cancel(ignored);
 }
 
 void Connection::deliver_event(const std::string& message) {
