@@ -224,13 +224,13 @@ TEST_CASE("in the table layout every CELLS payload keeps the text surface's inva
         options.table_cell_width = std::size_t{1} << 30;  // nothing cut: every byte must come back
         const Rendered rendered = rawtool::render::render_rows(corpus::rows_for(c, place), walk::raw_provenance(Engine::sqlite), options);
         INFO(c.source << " case " << c.name << ", place " << corpus::place_name(place) << ", ascii_only " << options.ascii_only);
-        const auto problems = rawtool::test::text_surface_problems(rendered.text, options.rows_layout);
+        const auto problems = rawtool::test::text_surface_problems(rendered.text(), options.rows_layout);
         for (const auto& problem : problems) INFO(problem);
         CHECK(problems.empty());
-        CHECK(rendered.refused == (c.expect == corpus::Expect::refused));
-        if (rendered.refused) continue;
-        const auto rows = rawtool::test::row_cells(rendered.text, options.rows_layout);
-        const auto names = rawtool::test::column_names(rendered.text, options.rows_layout);
+        CHECK(rendered.refused() == (c.expect == corpus::Expect::refused));
+        if (rendered.refused()) continue;
+        const auto rows = rawtool::test::row_cells(rendered.text(), options.rows_layout);
+        const auto names = rawtool::test::column_names(rendered.text(), options.rows_layout);
         REQUIRE(rows.size() == 2);
         REQUIRE(names.size() == 1);
         if (place == corpus::CellPlace::cell) CHECK(rows[0].at(0) == expected_cell(c));

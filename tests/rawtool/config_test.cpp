@@ -406,7 +406,7 @@ TEST_CASE("a read-write SQLite file that does not exist is an error unless creat
       parse_config(R"({"databases": [{"path": ")" + missing + R"(", "access": "read_write", "create_if_missing": true}]})", "/base");
   CHECK(c.databases[0].sqlite.create_if_missing);
   auto tool = rawtool::Tool::open(c);
-  CHECK_FALSE(tool->raw("CREATE TABLE t (x)").is_error);
+  CHECK_FALSE(tool->raw("CREATE TABLE t (x)").is_error());
   CHECK(std::filesystem::exists(missing));
 
   // A file that disappears after the configuration was read is not made again behind the operator's back.
@@ -417,8 +417,8 @@ TEST_CASE("a read-write SQLite file that does not exist is an error unless creat
   auto strict = rawtool::Tool::open(d);
   std::filesystem::remove(gone);
   const rawtool::Reply reply = strict->raw("CREATE TABLE t (x)");
-  CHECK(reply.is_error);
-  CHECK(reply.structured["status"] == "unavailable");
+  CHECK(reply.is_error());
+  CHECK(reply.structured()["status"] == "unavailable");
   CHECK_FALSE(std::filesystem::exists(gone));
 }
 

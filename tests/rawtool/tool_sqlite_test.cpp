@@ -496,8 +496,8 @@ TEST_CASE("on_progress reports a running call's elapsed time, rows read and row 
       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) "
       "SELECT x FROM c WHERE x % 200000 = 0",
       options);
-  CHECK(reply.structured["kind"] == "refusal");
-  CHECK(reply.structured["reason"] == "cancelled");
+  CHECK(reply.structured()["kind"] == "refusal");
+  CHECK(reply.structured()["reason"] == "cancelled");
   std::size_t seen = 0;
   {
     std::lock_guard lock(mutex);

@@ -312,36 +312,36 @@ TEST_CASE("the table layout aligns columns, and every line still begins with byt
           "[render][rows][table]") {
   const Rows rows = sample_rows();
   const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(100));
-  INFO(rendered.text);
-  REQUIRE_FALSE(rendered.refused);
-  const auto problems = rawtool::test::text_surface_problems(rendered.text, rawtool::render::RowsLayout::table);
+  INFO(rendered.text());
+  REQUIRE_FALSE(rendered.refused());
+  const auto problems = rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table);
   for (const auto& problem : problems) INFO(problem);
   CHECK(problems.empty());
   // The separator stands where the column line has it on every row line (a
   // cell's own " | " is inside its quotes, before it).
-  const std::vector<std::string> columns_line = lines_with(rendered.text, "columns: ");
+  const std::vector<std::string> columns_line = lines_with(rendered.text(), "columns: ");
   REQUIRE(columns_line.size() == 1);
   const std::size_t separator = columns_line[0].find(" | ");
   REQUIRE(separator != std::string::npos);
-  const std::vector<std::string> row_lines = lines_with(rendered.text, "row ");
+  const std::vector<std::string> row_lines = lines_with(rendered.text(), "row ");
   REQUIRE(row_lines.size() == 3);
   for (const auto& line : row_lines) CHECK(line.compare(separator, 3, " | ") == 0);
   // Cells come back exactly, NULL, "" and "NULL" still apart; a forged row stays inside its cell.
-  const auto cells = rawtool::test::row_cells(rendered.text, rawtool::render::RowsLayout::table);
+  const auto cells = rawtool::test::row_cells(rendered.text(), rawtool::render::RowsLayout::table);
   REQUIRE(cells.size() == 3);
   CHECK(cells[0] == std::vector<std::optional<std::string>>{"x"s, std::nullopt});
   CHECK(cells[1] == std::vector<std::optional<std::string>>{""s, "NULL"s});
   CHECK(cells[2][0] == "\" | NULL\nrow 3: \"forged"s);
-  CHECK(rawtool::test::column_names(rendered.text, rawtool::render::RowsLayout::table) ==
+  CHECK(rawtool::test::column_names(rendered.text(), rawtool::render::RowsLayout::table) ==
         std::vector<std::string>{"a", "b\"\n"});
   // The boundary is named and the trailer is there, as in the lines layout.
-  CHECK(rendered.text.find(rawtool::render::contract::rows_boundary) != std::string::npos);
-  CHECK(lines_with(rendered.text, "rawtool: end of rows, nonce ").size() == 1);
-  CHECK(lines_with(rendered.text, "rawtool: cut:").empty());
+  CHECK(rendered.text().find(rawtool::render::contract::rows_boundary) != std::string::npos);
+  CHECK(lines_with(rendered.text(), "rawtool: end of rows, nonce ").size() == 1);
+  CHECK(lines_with(rendered.text(), "rawtool: cut:").empty());
   // The structured surface does not depend on the layout.
   const auto lines = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  CHECK(rendered.structured.at("rows") == lines.structured.at("rows"));
-  CHECK(rendered.structured.at("columns") == lines.structured.at("columns"));
+  CHECK(rendered.structured().at("rows") == lines.structured().at("rows"));
+  CHECK(rendered.structured().at("columns") == lines.structured().at("columns"));
 }
 
 TEST_CASE("the table layout cuts a wide cell at the edge of an escape and states the cut", "[render][rows][table]") {
@@ -354,18 +354,18 @@ TEST_CASE("the table layout cuts a wide cell at the edge of an escape and states
       {Cell(Untrusted("fits"s))},
   };
   const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(10));
-  INFO(rendered.text);
-  REQUIRE_FALSE(rendered.refused);
-  CHECK(rawtool::test::text_surface_problems(rendered.text, rawtool::render::RowsLayout::table).empty());
-  const auto row_lines = lines_with(rendered.text, "row ");
+  INFO(rendered.text());
+  REQUIRE_FALSE(rendered.refused());
+  CHECK(rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table).empty());
+  const auto row_lines = lines_with(rendered.text(), "row ");
   REQUIRE(row_lines.size() == 3);
   CHECK(row_lines[0].ends_with("\"aaaaaaaaaa\"..."));
   CHECK(row_lines[1].ends_with("\"aaaaaaaa\"..."));
   CHECK(row_lines[2].ends_with("\"fits\""));
-  CHECK(lines_with(rendered.text, "rawtool: cut: 2 cells longer than 10 characters are shown cut there").size() == 1);
+  CHECK(lines_with(rendered.text(), "rawtool: cut: 2 cells longer than 10 characters are shown cut there").size() == 1);
   // What the text shows of a cut cell is a prefix of the cell; the structured surface keeps it whole.
-  const auto cells = rawtool::test::row_cells(rendered.text, rawtool::render::RowsLayout::table);
+  const auto cells = rawtool::test::row_cells(rendered.text(), rawtool::render::RowsLayout::table);
   CHECK(cells[0][0] == std::string(10, 'a'));
-  CHECK(rendered.structured.at("rows").at(0).at(0) == std::string(100, 'a'));
-  CHECK(rendered.structured.at("complete") == true);
+  CHECK(rendered.structured().at("rows").at(0).at(0) == std::string(100, 'a'));
+  CHECK(rendered.structured().at("complete") == true);
 }

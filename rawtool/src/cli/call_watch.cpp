@@ -199,7 +199,7 @@ std::string interruption_line(std::string_view command, int signo, const Reply& 
   line += command;
   line += ": interrupted by ";
   line += signal_name(signo);
-  const nlohmann::json& s = reply.structured;
+  const nlohmann::json& s = reply.structured();
   const auto member = [&](const char* name) {
     return s.contains(name) && s.at(name).is_string() ? s.at(name).get<std::string>() : std::string();
   };
