@@ -112,6 +112,29 @@ TEST_CASE("handle says whether a message was answered, started a call or needs n
   REQUIRE(quiet->messages()[0]["error"]["code"] == static_cast<int>(ErrorCode::invalid_request));
 }
 
+TEST_CASE("a running call's figures become progress notifications before its response, and only with a token", "[mcp][dispatcher]") {
+  Shared shared;
+  shared.backend.release();
+  Client client(shared, description_with({"main"}));
+  auto channel = std::make_shared<RecordingChannel>();
+  json with_token = raw_sql(1, "progress");
+  with_token["params"]["_meta"] = {{"progressToken", 9}};
+  REQUIRE(client.session.handle(with_token, channel) == Handled::started);
+  REQUIRE(channel->wait_for(4));
+  const auto messages = channel->messages();
+  REQUIRE(messages.size() == 4);
+  REQUIRE(messages[0]["params"] == json{{"progressToken", 9}, {"progress", 0}, {"message", "running"}});
+  REQUIRE(messages[1]["params"] == json{{"progressToken", 9}, {"progress", 1.5}, {"message", "running for 1.5 s; 10 rows read; row cap 100"}});
+  REQUIRE(messages[2]["params"] == json{{"progressToken", 9}, {"progress", 2.5}, {"message", "running for 2.5 s; 20 rows read; row cap 100"}});
+  REQUIRE(messages[3]["id"] == 1);
+
+  auto quiet = std::make_shared<RecordingChannel>();
+  REQUIRE(client.session.handle(raw_sql(2, "progress"), quiet) == Handled::started);
+  REQUIRE(quiet->wait_for(1));
+  REQUIRE(quiet->messages().size() == 1);
+  REQUIRE(quiet->messages()[0]["id"] == 2);
+}
+
 TEST_CASE("progress and the response go to the channel the request came with", "[mcp][dispatcher]") {
   Shared shared;
   shared.backend.release();

@@ -10,8 +10,10 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -582,6 +584,50 @@ TEST_CASE("a progress token gets a progress notification before the response; no
   std::size_t notifications = 0;
   for (const auto& line : server.stdout_lines()) notifications += line.find("notifications/progress") != std::string::npos ? 1u : 0u;
   REQUIRE(notifications == 1);
+}
+
+TEST_CASE("a long call with a progress token reports its figures about once a second until its response", "[mcp][e2e][postgresql]") {
+  const auto reader = rawtool::test::pg_url(true);
+  if (!reader) return;
+  TempDir dir;
+  const auto config = dir.write(
+      "config.json", json{{"databases", json::array({json{{"label", "pg"}, {"url", *reader}, {"limits", {{"max_rows", 7}}}}})}}.dump());
+  McpProcess server(config);
+  server.initialize();
+  server.send(json{{"jsonrpc", "2.0"},
+                   {"id", "slow"},
+                   {"method", "tools/call"},
+                   {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT pg_sleep(2.6)"}}}, {"_meta", {{"progressToken", "p"}}}}}});
+  std::vector<json> progress;
+  std::optional<json> answer;
+  while (!answer) {
+    auto message = server.read(10s);
+    REQUIRE(message.has_value());
+    if (message->contains("id")) {
+      answer = std::move(message);
+    } else {
+      REQUIRE((*message)["method"] == "notifications/progress");
+      progress.push_back(std::move(*message));
+    }
+  }
+  REQUIRE((*answer)["id"] == "slow");
+  REQUIRE((*answer)["result"]["isError"] == false);
+  // The start, then one a second while the statement sleeps 2.6 s: two more,
+  // a third only on a slow machine.
+  INFO(json(progress).dump());
+  REQUIRE(progress.size() >= 3);
+  REQUIRE(progress.size() <= 4);
+  double last = -1;
+  for (const auto& p : progress) {
+    REQUIRE(p["params"]["progressToken"] == "p");
+    const double value = p["params"]["progress"].get<double>();
+    REQUIRE(value > last);  // the protocol requires it to grow
+    last = value;
+  }
+  REQUIRE(progress[0]["params"]["message"] == "running");
+  const std::string figures = progress[1]["params"]["message"].get<std::string>();
+  CHECK(figures.rfind("running for 1.", 0) == 0);
+  CHECK(figures.find("; 0 rows read; row cap 7") != std::string::npos);
 }
 
 TEST_CASE("a reply over the transport's size limit is refused and a certified one still names its query and catalog hash", "[mcp][e2e]") {

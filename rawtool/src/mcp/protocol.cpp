@@ -212,10 +212,10 @@ json result_response(const json& id, json result) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-json progress_notification(const json& token, double progress, double total, std::string_view message) {
+json progress_notification(const json& token, double progress, std::string_view message) {
   return json{{"jsonrpc", "2.0"},
               {"method", "notifications/progress"},
-              {"params", {{"progressToken", token}, {"progress", progress}, {"total", total}, {"message", message}}}};
+              {"params", {{"progressToken", token}, {"progress", progress}, {"message", message}}}};
 }
 
 json oversized_line_error(std::size_t max_line_bytes) {

@@ -129,7 +129,7 @@ nlohmann::json error_response(const nlohmann::json& id, ErrorCode code, std::str
 nlohmann::json result_response(const nlohmann::json& id, nlohmann::json result);
 
 /// A notifications/progress message for `token` (a string or an integer).
-nlohmann::json progress_notification(const nlohmann::json& token, double progress, double total, std::string_view message);
+nlohmann::json progress_notification(const nlohmann::json& token, double progress, std::string_view message);
 
 /// Well-formed UTF-8, as the renderer defines it (no overlongs, surrogates or
 /// code points past U+10FFFF).

@@ -46,9 +46,10 @@ ToolSettings settings_of(const Tool& tool) {
 
 std::unique_ptr<CallControl> ToolBackend::make_control() { return std::make_unique<ToolControl>(); }
 
-CallReply ToolBackend::run(const ToolCall& call, CallControl& control) {
+CallReply ToolBackend::run(const ToolCall& call, CallControl& control, const ProgressSink& progress) {
   CallOptions options;
   options.cancellation = &static_cast<ToolControl&>(control).cancellation();
+  options.on_progress = progress;  // once a second, CallOptions' default interval
   return std::visit(
       [&](const auto& step) -> CallReply {
         using Step = std::decay_t<decltype(step)>;
