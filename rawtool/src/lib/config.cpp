@@ -253,10 +253,10 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
     // A url names its engine: a SQLite file is sqlite:PATH here (or the path key), never a bare path.
     if (auto scheme = scheme_of(s)) {
       if (*scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
-        fail(key, "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks; " + std::string(engines_spoken));
+        fail(key, "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks. " + std::string(engines_spoken));
       }
     } else if (!looks_like_conninfo(s)) {
-      fail(key, "names no engine: a SQLite file is named with sqlite:PATH or the path key; " + std::string(engines_spoken));
+      fail(key, "names no engine: a SQLite file is named with sqlite:PATH or the path key. " + std::string(engines_spoken));
     }
     try {
       db = database_for_target(s, base_dir);
@@ -381,7 +381,7 @@ DatabaseConfig database_for_target(std::string_view url_or_path, const std::file
   }
   if (auto scheme = scheme_of(url_or_path); scheme && url_or_path.substr(scheme->size(), 3) == "://" &&
                                             *scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
-    fail("database", "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks; " + std::string(engines_spoken));
+    fail("database", "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks. " + std::string(engines_spoken));
   }
   DatabaseConfig db;
   if (starts_with(url_or_path, "postgresql://") || starts_with(url_or_path, "postgres://") ||
