@@ -162,7 +162,7 @@ TEST_CASE("integer arguments take JSON integers or decimal strings, within bound
   CHECK_FALSE(binds(q, {{"n", "1; DROP TABLE t"}}));
   CHECK_FALSE(binds(q, {{"n", true}}));
   CHECK_FALSE(binds(q, {{"n", "99999999999999999999"}}));
-  CHECK(std::get<std::string>(try_bind(q, {{"n", 101}})) == "parameters.n: is above the maximum 100");
+  CHECK(std::get<std::string>(try_bind(q, {{"n", 101}})) == "parameters.n: must be at most 100");
 }
 
 TEST_CASE("number, boolean, date and timestamp arguments are checked in their textual forms", "[catalog][bind]") {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rawtool/argument_error.hpp>
 #include <rawtool/catalog.hpp>
 #include <rawtool/config.hpp>
 #include <rawtool/driver.hpp>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace rawtool {
@@ -51,6 +53,38 @@ struct CallOptions {
   std::string database;
   Cancellation* cancellation = nullptr;
 };
+
+/// What describe_schema is asked for. Every name is the caller's and is bound
+/// as a parameter of rawtool's pinned statements, never spliced into SQL.
+struct SchemaRequest {
+  /// Only this schema (PostgreSQL; "main" on SQLite). Empty: every schema.
+  std::string schema;
+  /// One table's (or view's) details; empty lists the objects instead. Its
+  /// name, or "schema.name" when `schema` is empty.
+  std::string table;
+  /// Objects whose name matches this LIKE pattern (% any run, _ one
+  /// character; case-insensitive). Empty: every name.
+  std::string pattern;
+  /// Objects to skip, for paging: the next_offset of the previous reply.
+  std::uint64_t offset = 0;
+  /// Objects per page.
+  std::uint64_t limit = 50;
+
+  static constexpr std::uint64_t limit_max = 200;
+  static constexpr std::uint64_t offset_max = 1000000000;
+  /// The most characters `schema`, `table` and `pattern` may have.
+  static constexpr std::size_t name_max_length = 256;
+};
+
+/// A SchemaRequest from a tool call's JSON arguments {"schema", "table",
+/// "pattern", "offset", "limit"} (each optional; "database" is read too and
+/// returned in `database`), or the first argument that does not fit, in
+/// rawtool's words. Unknown members are an unknown_parameter error.
+struct SchemaArguments {
+  SchemaRequest request;
+  std::string database;
+};
+std::variant<SchemaArguments, ArgumentError> schema_arguments_from_json(const nlohmann::json& arguments);
 
 /// Makes the driver for one pooled connection. Called lazily, from a calling
 /// thread, at most pool_size times per database at a time.
@@ -119,6 +153,25 @@ public:
   /// The catalog: names, parameters, and descriptions as the catalog_prose
   /// setting says. Never an error.
   Reply describe_catalog() const;
+
+  /// What the connected role can use in one database (options.database):
+  /// without request.table, a page of its tables, views, materialized views
+  /// and foreign tables with row-count estimates and comments (and, on the
+  /// first page, its schemas); with it, that table's columns with types,
+  /// nullability and defaults, its primary, unique and foreign keys and other
+  /// constraints, its indexes and comments. PostgreSQL lists only what the
+  /// role has some privilege on (USAGE on the schema, SELECT on the table or
+  /// one of its columns, SELECT on each column shown); SQLite lists the file.
+  ///
+  /// It runs rawtool's own pinned statements, read-only, so it is on the
+  /// certified side: every identifier, type name, default and comment is
+  /// rendered as untrusted content (render::render_schema), and a failure is a
+  /// status and a log reference, never database text (logged as the event
+  /// certified_failure with query "describe_schema"). Arguments that do not
+  /// fit (an unknown database label, a limit out of range, a name that is not
+  /// UTF-8 text) are an argument error naming the argument and the rule; a
+  /// table the role cannot use is a reply that says so (found=false), an error.
+  Reply describe_schema(const SchemaRequest& request, const CallOptions& options = {});
 
   /// Connects to every configured database, through its pool, and reports
   /// the server and every hazard its driver checks for (see PostgresOptions).
