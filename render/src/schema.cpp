@@ -24,14 +24,21 @@ const SchemaSection* find_section(const SchemaReply& reply, std::string_view nam
 // The section's rows, the prose cells of each under a label of their own.
 void append_section(std::string& t, const SchemaSection& section, const RenderOptions& options) {
   const Rows& rows = section.rows;
-  t += fmt::format("{}section {}: {} row{}\n", contract::own_prefix, section.name.view(), rows.rows.size(), rows.rows.size() == 1 ? "" : "s");
-  t += contract::columns_prefix;
+  // The column names are rawtool's own, so they stand in rawtool's line.
+  t += fmt::format("{}section {}: {} row{}; each row: ", contract::own_prefix, section.name.view(), rows.rows.size(), rows.rows.size() == 1 ? "" : "s");
   bool first = true;
   for (const auto& column : section.columns) {
     if (column.prose) continue;
     if (!first) t += contract::cell_separator;
     first = false;
-    t += fmt::format("\"{}\"", column.name.view());
+    t += column.name.view();
+  }
+  bool any_prose = false;
+  for (const auto& column : section.columns) {
+    if (!column.prose) continue;
+    t += any_prose ? ", " : "; then, where present, quoted under a label: ";
+    any_prose = true;
+    t += column.name.view();
   }
   t += '\n';
   for (std::size_t i = 0; i < rows.rows.size(); ++i) {
