@@ -1122,9 +1122,7 @@ Unavailable PostgresDriver::broken_connection_or_stop() {
 
 Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                                 AccessMode mode) {
-  if (sql.size() > limits.max_statement_bytes) {
-    return refuse(RefusalReason::limit, "The statement is longer than the configured maximum.");
-  }
+  if (auto refusal = statement_size_refusal(sql, limits)) return std::move(*refusal);
   // libpq takes the statement as a C string: a NUL would silently cut it short.
   if (sql.find('\0') != std::string_view::npos) {
     return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");

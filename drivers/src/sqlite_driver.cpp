@@ -237,8 +237,10 @@ public:
 
   Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                   AccessMode mode) override {
-    if (sql.size() > limits.max_statement_bytes || sql.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-      return refuse(RefusalReason::limit, "The statement is longer than the configured maximum.");
+    if (auto refusal = statement_size_refusal(sql, limits)) return std::move(*refusal);
+    // sqlite3_prepare_v3 takes the length as an int.
+    if (sql.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      return refuse(RefusalReason::limit, "The statement is longer than SQLite can take.");
     }
     if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {
       return refuse(RefusalReason::read_only, "This database was opened read-only.");

@@ -529,6 +529,8 @@ TEST_CASE("sqlite empty statements and oversized statements are refused", "[sqli
   Limits limits;
   limits.max_statement_bytes = 8;
   CHECK(refusal_reason(run(*driver, "SELECT 12345", limits)) == RefusalReason::limit);
+  limits.max_statement_bytes = 12;
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 12345", limits)), 0, 0) == "12345");
 }
 
 TEST_CASE("sqlite time limit stops a runaway recursive query in time", "[sqlite][limits]") {

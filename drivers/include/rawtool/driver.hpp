@@ -44,6 +44,11 @@ struct Limits {
   std::uint64_t max_notice_bytes = 8 * 1024;
 };
 
+/// The refusal for a statement longer than `limits.max_statement_bytes`, with
+/// both sizes, or nothing. Every driver asks it before anything else, so a
+/// statement past the limit costs no connection.
+std::optional<Refusal> statement_size_refusal(std::string_view sql, const Limits& limits);
+
 /// A bound parameter of a pinned query: NULL, integer, number, boolean or text
 /// (dates and timestamps travel as validated text). Never spliced into SQL.
 using Parameter = std::variant<std::monostate, std::int64_t, double, bool, std::string>;

@@ -353,13 +353,6 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
                         provenance),
                     true);
   }
-  if (sql.size() > db->config.limits.max_statement_bytes) {
-    return to_reply(render::render_refusal(Refusal{RefusalReason::limit,
-                                                   Trusted::format("The statement is {} bytes; the limit is {} bytes.",
-                                                                   sql.size(), db->config.limits.max_statement_bytes)},
-                                           provenance),
-                    true);
-  }
 
   Execution run = m.execute(*db, sql, {}, db->config.access, options.cancellation);
   provenance.elapsed = run.elapsed;

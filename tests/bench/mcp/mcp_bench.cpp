@@ -22,7 +22,9 @@
 //   ./mcp_bench --benchmark_filter=select1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
 // Benchmarks: select1_<engine> (one row, one column), rows20k_<engine>
-// (20,000 rows x 2 columns end to end). SQLite runs on a temporary file;
+// (20,000 rows x 2 columns end to end), capped20k_postgresql (a 20,000-row
+// query shown to the default cap of 1,000) beside limit1000_postgresql (the
+// query asking for 1,000 itself). SQLite runs on a temporary file;
 // PostgreSQL runs when RAWTOOL_TEST_PG_READER_URL (or RAWTOOL_TEST_PG_URL) is
 // set.
 //
@@ -68,7 +70,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-enum class Db { sqlite, postgresql };
+// postgresql_capped: the same server with the default limits (1,000 rows).
+enum class Db { sqlite, postgresql, postgresql_capped };
 
 const char* env(const char* name) {
   const char* value = std::getenv(name);
@@ -112,6 +115,7 @@ public:
     if (const char* url = postgres_url()) {
       write("postgresql.json",
             json{{"databases", json::array({json{{"label", "bench"}, {"url", url}, {"limits", limits}}})}});
+      write("postgresql-capped.json", json{{"databases", json::array({json{{"label", "bench"}, {"url", url}}})}});
     }
   }
   ~Setup() {
@@ -121,7 +125,14 @@ public:
   Setup(const Setup&) = delete;
   Setup& operator=(const Setup&) = delete;
 
-  [[nodiscard]] std::filesystem::path config(Db db) const { return dir_ / (db == Db::sqlite ? "sqlite.json" : "postgresql.json"); }
+  [[nodiscard]] std::filesystem::path config(Db db) const {
+    switch (db) {
+      case Db::sqlite: return dir_ / "sqlite.json";
+      case Db::postgresql: return dir_ / "postgresql.json";
+      case Db::postgresql_capped: return dir_ / "postgresql-capped.json";
+    }
+    return {};
+  }
 
 private:
   void write(const char* name, const json& config) const {
@@ -270,7 +281,7 @@ private:
 };
 
 bool available(benchmark::State& state, Db db) {
-  if (db == Db::postgresql && postgres_url() == nullptr) {
+  if (db != Db::sqlite && postgres_url() == nullptr) {
     state.SkipWithError("RAWTOOL_TEST_PG_READER_URL / RAWTOOL_TEST_PG_URL is not set");
     return false;
   }
@@ -384,6 +395,15 @@ void select1_sqlite(benchmark::State& state) { compare(state, Db::sqlite, "SELEC
 void select1_postgresql(benchmark::State& state) { compare(state, Db::postgresql, "SELECT 1"); }
 void rows20k_sqlite(benchmark::State& state) { compare(state, Db::sqlite, rows_20k_sql(Db::sqlite)); }
 void rows20k_postgresql(benchmark::State& state) { compare(state, Db::postgresql, rows_20k_sql(Db::postgresql)); }
+// A query that would make 20,000 rows, shown to the default cap of 1,000, and
+// the same rows when the query itself asks for 1,000: what stopping at the cap
+// costs beyond the rows shown.
+void capped20k_postgresql(benchmark::State& state) {
+  compare(state, Db::postgresql_capped, "SELECT g, md5(g::text) FROM generate_series(1, 20000) AS g");
+}
+void limit1000_postgresql(benchmark::State& state) {
+  compare(state, Db::postgresql_capped, "SELECT g, md5(g::text) FROM generate_series(1, 1000) AS g");
+}
 
 }  // namespace
 
@@ -391,5 +411,7 @@ BENCHMARK(select1_sqlite)->UseRealTime()->MinTime(3.0);
 BENCHMARK(select1_postgresql)->UseRealTime()->MinTime(3.0);
 BENCHMARK(rows20k_sqlite)->UseRealTime()->MinTime(4.0)->Unit(benchmark::kMillisecond);
 BENCHMARK(rows20k_postgresql)->UseRealTime()->MinTime(4.0)->Unit(benchmark::kMillisecond);
+BENCHMARK(capped20k_postgresql)->UseRealTime()->MinTime(3.0)->Unit(benchmark::kMillisecond);
+BENCHMARK(limit1000_postgresql)->UseRealTime()->MinTime(3.0)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
