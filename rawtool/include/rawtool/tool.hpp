@@ -1,6 +1,7 @@
 #pragma once
 
 #include <rawtool/argument_error.hpp>
+#include <rawtool/arguments.hpp>
 #include <rawtool/catalog.hpp>
 #include <rawtool/config.hpp>
 #include <rawtool/driver.hpp>
@@ -53,38 +54,6 @@ struct CallOptions {
   std::string database;
   Cancellation* cancellation = nullptr;
 };
-
-/// What describe_schema is asked for. Every name is the caller's and is bound
-/// as a parameter of rawtool's pinned statements, never spliced into SQL.
-struct SchemaRequest {
-  /// Only this schema (PostgreSQL; "main" on SQLite). Empty: every schema.
-  std::string schema;
-  /// One table's (or view's) details; empty lists the objects instead. Its
-  /// name, or "schema.name" when `schema` is empty.
-  std::string table;
-  /// Objects whose name matches this LIKE pattern (% any run, _ one
-  /// character; case-insensitive). Empty: every name.
-  std::string pattern;
-  /// Objects to skip, for paging: the next_offset of the previous reply.
-  std::uint64_t offset = 0;
-  /// Objects per page.
-  std::uint64_t limit = 50;
-
-  static constexpr std::uint64_t limit_max = 200;
-  static constexpr std::uint64_t offset_max = 1000000000;
-  /// The most characters `schema`, `table` and `pattern` may have.
-  static constexpr std::size_t name_max_length = 256;
-};
-
-/// A SchemaRequest from a tool call's JSON arguments {"schema", "table",
-/// "pattern", "offset", "limit"} (each optional; "database" is read too and
-/// returned in `database`), or the first argument that does not fit, in
-/// rawtool's words. Unknown members are an unknown_parameter error.
-struct SchemaArguments {
-  SchemaRequest request;
-  std::string database;
-};
-std::variant<SchemaArguments, ArgumentError> schema_arguments_from_json(const nlohmann::json& arguments);
 
 /// Makes the driver for one pooled connection. Called lazily, from a calling
 /// thread, at most pool_size times per database at a time.

@@ -555,110 +555,18 @@ Reply Tool::describe_catalog() const {
 
 namespace {
 
-ArgumentError argument_problem(Label argument, ArgumentRule rule, Trusted explanation) {
-  ArgumentError error;
-  error.argument = std::move(argument);
-  error.rule = rule;
-  error.explanation = std::move(explanation);
-  return error;
-}
-ArgumentError argument_problem(Label argument, ArgumentRule rule, Literal explanation) {
-  return argument_problem(std::move(argument), rule, Trusted(explanation));
-}
-
-// A name the caller gives: UTF-8 text without NUL, at most name_max_length
-// characters.
-std::optional<ArgumentError> check_name(const Label& argument, const std::string& text) {
-  const auto length = render::code_point_count(text);
-  if (!length || text.find('\0') != std::string::npos)
-    return argument_problem(argument, ArgumentRule::type, "must be UTF-8 text without NUL characters");
-  if (*length > SchemaRequest::name_max_length)
-    return argument_problem(argument, ArgumentRule::max_length,
-                            Trusted::format("must be at most {} characters long", SchemaRequest::name_max_length));
-  return std::nullopt;
-}
-
-std::optional<ArgumentError> check_page(const SchemaRequest& request) {
-  if (request.limit < 1) return argument_problem(Label("limit"), ArgumentRule::minimum, "must be at least 1");
-  if (request.limit > SchemaRequest::limit_max)
-    return argument_problem(Label("limit"), ArgumentRule::maximum, Trusted::format("must be at most {}", SchemaRequest::limit_max));
-  if (request.offset > SchemaRequest::offset_max)
-    return argument_problem(Label("offset"), ArgumentRule::maximum, Trusted::format("must be at most {}", SchemaRequest::offset_max));
-  return std::nullopt;
-}
-
 Parameter optional_text(const std::string& text) { return text.empty() ? Parameter{} : Parameter{text}; }
 
 }  // namespace
-
-std::variant<SchemaArguments, ArgumentError> schema_arguments_from_json(const nlohmann::json& arguments) {
-  SchemaArguments out;
-  if (arguments.is_null()) return out;
-  if (!arguments.is_object())
-    return argument_problem(Label("arguments"), ArgumentRule::type,
-                            Trusted::format("must be a JSON object, not {}", detail::json_kind_words(arguments)));
-  struct TextMember {
-    Label name;
-    std::string* target;
-  };
-  const TextMember texts[] = {{Label("database"), &out.database},
-                              {Label("schema"), &out.request.schema},
-                              {Label("table"), &out.request.table},
-                              {Label("pattern"), &out.request.pattern}};
-  struct NumberMember {
-    Label name;
-    std::uint64_t* target;
-  };
-  const NumberMember numbers[] = {{Label("offset"), &out.request.offset}, {Label("limit"), &out.request.limit}};
-  for (const auto& item : arguments.items()) {
-    bool known = false;
-    for (const auto& member : texts) known = known || member.name.view() == item.key();
-    for (const auto& member : numbers) known = known || member.name.view() == item.key();
-    if (!known) {
-      ArgumentError error = argument_problem(Label(), ArgumentRule::unknown_parameter,
-                                             "an argument was given that describe_schema does not take; it takes database, "
-                                             "schema, table, pattern, offset and limit");
-      error.given = Untrusted(item.key());
-      return error;
-    }
-  }
-  for (const auto& member : texts) {
-    const auto it = arguments.find(member.name.view());
-    if (it == arguments.end() || it->is_null()) continue;
-    if (!it->is_string())
-      return argument_problem(member.name, ArgumentRule::type, Trusted::format("must be a string, not {}", detail::json_kind_words(*it)));
-    *member.target = it->get<std::string>();
-  }
-  for (const auto& member : numbers) {
-    const auto it = arguments.find(member.name.view());
-    if (it == arguments.end() || it->is_null()) continue;
-    if (!it->is_number_integer())
-      return argument_problem(member.name, ArgumentRule::type, Trusted::format("must be an integer, not {}", detail::json_kind_words(*it)));
-    if (it->is_number_unsigned()) {
-      *member.target = it->get<std::uint64_t>();
-    } else {
-      const auto value = it->get<std::int64_t>();
-      if (value < 0)
-        return argument_problem(member.name, ArgumentRule::minimum,
-                                member.name.view() == "limit" ? Literal("must be at least 1") : Literal("must be at least 0"));
-      *member.target = static_cast<std::uint64_t>(value);
-    }
-  }
-  if (auto problem = check_page(out.request)) return *problem;
-  return out;
-}
 
 Reply Tool::describe_schema(const SchemaRequest& request, const CallOptions& options) {
   const Impl& m = *impl_;
   static const Label tool_name("describe_schema");
   const Database* db = m.find_database(options.database);
   if (db == nullptr)
-    return m.argument_error(tool_name, argument_problem(Label("database"), ArgumentRule::unknown_database,
-                                                        Trusted::format("names no configured database; {}", m.configured_labels())));
-  for (const auto& [name, text] : {std::pair{Label("schema"), &request.schema}, std::pair{Label("table"), &request.table},
-                                   std::pair{Label("pattern"), &request.pattern}})
-    if (auto problem = check_name(name, *text)) return m.argument_error(tool_name, std::move(*problem));
-  if (auto problem = check_page(request)) return m.argument_error(tool_name, std::move(*problem));
+    return m.argument_error(tool_name, argument_error(Label("database"), ArgumentRule::unknown_database,
+                                                      Trusted::format("names no configured database; {}", m.configured_labels())));
+  if (auto problem = check_schema_request(request)) return m.argument_error(tool_name, std::move(*problem));
 
   Provenance provenance;
   provenance.path = PathKind::certified;

@@ -56,6 +56,9 @@ public:
             return from_reply(tool_.raw(step.sql, options));
           } else if constexpr (std::is_same_v<Step, detail::CertifiedQueryCall>) {
             return from_reply(tool_.certified(step.name, step.params, options));
+          } else if constexpr (std::is_same_v<Step, detail::DescribeSchemaCall>) {
+            options.database = step.database;
+            return from_reply(tool_.describe_schema(step.request, options));
           } else {
             return from_reply(tool_.describe_catalog());
           }
@@ -107,6 +110,14 @@ detail::ToolSettings settings_of(const Tool& tool) {
                                   database.access == AccessMode::read_write});
   }
   settings.catalog_text = tool.describe_catalog().text;
+  // A query's access never exceeds its database's.
+  for (const CatalogQuery& query : tool.catalog().queries) {
+    const DatabaseConfig* database = &config.databases.front();
+    for (const DatabaseConfig& candidate : config.databases)
+      if (!query.database.empty() && candidate.label == query.database) database = &candidate;
+    if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
+      settings.certified_read_write = true;
+  }
   return settings;
 }
 
@@ -119,7 +130,12 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
   description.tools = detail::describe_tools(settings);
   description.instructions = detail::server_instructions(settings);
   description.raw_path_enabled = settings.raw_path_enabled;
-  for (const auto& database : settings.databases) description.database_labels.push_back(database.label);
+  const detail::RawTools raw = detail::raw_tools(settings);
+  description.database_labels = raw.raw_sql;
+  description.write_database_labels = raw.raw_sql_write;
+  for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
+  for (const CatalogQuery& query : tool.catalog().queries) description.catalog_names.push_back(query.name);
+  description.render = tool.config().render;
 
   detail::ServerLimits limits;
   limits.max_line_bytes = options.max_line_bytes;
