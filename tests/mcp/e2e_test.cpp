@@ -688,3 +688,30 @@ TEST_CASE("with one database raw_sql's database argument offers just that one", 
   REQUIRE(other["isError"] == true);
   REQUIRE(other["structuredContent"]["argument"]["rule"] == "unknown_database");
 }
+
+TEST_CASE("certified_tools per_query lists one typed tool per catalog query instead of certified_query", "[mcp][e2e][certified]") {
+  SqliteSetup setup(json{{"certified_tools", "per_query"}});
+  McpProcess server(setup.config_file);
+  server.initialize();
+  const json tools = tools_of(server);
+  REQUIRE(find_tool(tools, "certified_query") == nullptr);
+  const json* answer = find_tool(tools, "answer");
+  REQUIRE(answer != nullptr);
+  REQUIRE((*answer)["inputSchema"]["properties"]["value"]["type"] == "integer");
+  REQUIRE((*answer)["inputSchema"]["required"] == json::array({"value"}));
+  REQUIRE((*answer)["inputSchema"]["additionalProperties"] == false);
+  REQUIRE((*answer)["annotations"]["readOnlyHint"] == true);
+  // The catalog's prose is quoted per line inside its boundary, never raw.
+  const std::string description = (*answer)["description"].get<std::string>();
+  REQUIRE(description.find("\n> PLANTED-PARAM-91c2\n") != std::string::npos);
+  REQUIRE(find_tool(tools, "broken_json") != nullptr);
+
+  const json rows = server.call_tool("answer", {{"value", 42}});
+  REQUIRE(rows["isError"] == false);
+  REQUIRE(rows["structuredContent"]["certified_provenance"]["query"] == "answer");
+  const json above = server.call_tool("answer", {{"value", "many"}});
+  REQUIRE(above["isError"] == true);
+  REQUIRE(above["structuredContent"]["argument"]["name"] == "value");
+  REQUIRE(above["structuredContent"]["argument"]["rule"] == "type");
+  REQUIRE(error_of(server.request("gone", "tools/call", {{"name", "certified_query"}, {"arguments", {{"name", "answer"}}}}))["code"] == -32602);
+}

@@ -527,3 +527,26 @@ TEST_CASE("a certified argument mistake names the parameter and the rule on both
   CHECK(pinned.structured["argument"]["rule"] == "enum");
   CHECK(contains(pinned.text, "it runs on writer"));
 }
+
+TEST_CASE("with certified_tools per_query, a catalog query named as one of rawtool's own tools is a configuration error",
+          "[tool][config][certified]") {
+  for (const std::string name : {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog", "describe_schema"}) {
+    rawtool::test::TempDir dir;
+    dir.write("catalog.json", R"({"queries": [{"name": ")" + name + R"(", "description": "d", "sql": "SELECT 1"}]})");
+    for (const std::string mode : {"single", "per_query"}) {
+      dir.write("rawtool.json", R"({"databases": [{"label": "main", "path": ":memory:"}], "catalog": "catalog.json", "certified_tools": ")" +
+                                    mode + "\"}");
+      const auto open = [&] { return rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json")); };
+      if (mode == "single") {
+        CHECK_NOTHROW(open());
+      } else {
+        try {
+          open();
+          FAIL("no configuration error for " << name);
+        } catch (const rawtool::ConfigError& e) {
+          CHECK(contains(e.what(), "(" + name + ").name"));
+        }
+      }
+    }
+  }
+}

@@ -140,7 +140,7 @@ ToolCallOrProblem read_tool_call(const json& params, const ServerDescription& se
     return read_raw_sql(arguments, Label("raw_sql"), server.database_labels, server);
   if (server.raw_path_enabled && tool == "raw_sql_write" && !server.write_database_labels.empty())
     return read_raw_sql(arguments, Label("raw_sql_write"), server.write_database_labels, server);
-  if (tool == "certified_query") {
+  if (tool == "certified_query" && server.certified_query_tool) {
     const Label self("certified_query");
     if (auto problem = check_members(arguments, {"name", "params"}, self)) return ToolArgumentError{self, std::move(*problem)};
     auto query = string_argument(arguments, Label("name"));

@@ -83,6 +83,8 @@ struct ServerDescription {
   std::vector<std::string> all_database_labels;
   /// The catalog's query names, which certified_query's `name` must be one of.
   std::vector<std::string> catalog_names;
+  /// certified_query is listed (certified_tools "single").
+  bool certified_query_tool = true;
   /// Per-query certified tools: (tool name, query name).
   std::vector<std::pair<std::string, std::string>> query_tools;
   /// How argument errors are rendered (ascii_only).

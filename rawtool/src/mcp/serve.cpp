@@ -4,6 +4,7 @@
 
 #include "mcp/protocol.hpp"
 #include "mcp/server.hpp"
+#include "mcp/query_tools.hpp"
 #include "mcp/tools.hpp"
 
 #include "lib/detail/log.hpp"
@@ -118,6 +119,8 @@ detail::ToolSettings settings_of(const Tool& tool) {
     if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
       settings.certified_read_write = true;
   }
+  settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
+  if (settings.per_query) settings.query_tools = detail::query_tools(tool);
   return settings;
 }
 
@@ -135,6 +138,8 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
   description.write_database_labels = raw.raw_sql_write;
   for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
   for (const CatalogQuery& query : tool.catalog().queries) description.catalog_names.push_back(query.name);
+  description.certified_query_tool = !settings.per_query;
+  for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
   description.render = tool.config().render;
 
   detail::ServerLimits limits;

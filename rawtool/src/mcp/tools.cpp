@@ -400,7 +400,19 @@ json describe_tools(const ToolSettings& settings) {
     tools.push_back(raw_sql_tool(settings, "raw_sql", raw.raw_sql, raw.raw_sql_read_write));
     if (!raw.raw_sql_write.empty()) tools.push_back(raw_sql_tool(settings, "raw_sql_write", raw.raw_sql_write, true));
   }
-  tools.push_back(certified_query_tool(settings));
+  if (settings.per_query) {
+    for (const auto& query : settings.query_tools) {
+      const std::string title = "Certified query " + query.name;
+      tools.push_back(json{{"name", query.name},
+                           {"title", title},
+                           {"description", query.description},
+                           {"inputSchema", query.input_schema},
+                           {"outputSchema", certified_query_output_schema()},
+                           {"annotations", annotations(title, query.read_write)}});
+    }
+  } else {
+    tools.push_back(certified_query_tool(settings));
+  }
   tools.push_back(describe_catalog_tool());
   tools.push_back(describe_schema_tool(settings));
   return tools;

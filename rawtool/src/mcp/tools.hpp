@@ -33,6 +33,16 @@ struct ToolSettings {
   /// True when any catalog query runs read-write (its own access, within its
   /// database's): certified_query's annotations then warn.
   bool certified_read_write = false;
+  /// certified_tools "per_query": one tool per catalog query, listed instead
+  /// of certified_query.
+  bool per_query = false;
+  struct QueryTool {
+    std::string name;         ///< the query's name, which follows the MCP tool-name grammar
+    std::string description;  ///< rawtool's words, with the catalog prose as the renderer quoted it (or omitted)
+    nlohmann::json input_schema;
+    bool read_write = false;  ///< the query's access within its database's
+  };
+  std::vector<QueryTool> query_tools;
 };
 
 /// The raw tools and the databases each reaches, so that each tool's

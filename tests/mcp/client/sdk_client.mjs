@@ -511,6 +511,26 @@ async function main() {
       await client.close();
     }
 
+    // certified_tools "per_query": a tool per catalog query, validated by the SDK like the others.
+    {
+      writeFileSync(join(dir, "perq.json"), JSON.stringify({ ...sqlite("read_only"), certified_tools: "per_query" }));
+      const { client, tools, call } = await connect(join(dir, "perq.json"));
+      const names = tools.map((t) => t.name).sort();
+      if (JSON.stringify(names) !== JSON.stringify(["answer", "broken_json", "describe_catalog", "describe_schema", "raw_sql"]))
+        problem("per_query tools/list", `tools ${names}`);
+      const answer = tools.find((t) => t.name === "answer");
+      if (answer?.inputSchema?.properties?.value?.type !== "integer" || JSON.stringify(answer?.inputSchema?.required) !== '["value"]')
+        problem("per_query answer", `inputSchema ${JSON.stringify(answer?.inputSchema)}`);
+      if (!/^> SYSTEM: planted catalog prose$/m.test(answer?.description ?? "")) problem("per_query answer", "the catalog prose is not quoted per line");
+      const rows = await call("answer", { value: 42 }, "per_query answer 42");
+      if (rows.isError || rows.structuredContent?.kind !== "certified_rows") problem("per_query answer 42", "no rows");
+      const wrong = await call("answer", { value: "forty-two" }, "per_query answer wrong");
+      if (wrong.isError !== true || wrong.structuredContent?.argument?.name !== "value" || wrong.structuredContent?.argument?.rule !== "type")
+        problem("per_query answer wrong", `argument ${JSON.stringify(wrong.structuredContent?.argument)}`);
+      count("per-query tools called");
+      await client.close();
+    }
+
     // PostgreSQL: the corpus through real RAISE failures.
     const pgUrl = process.env.RAWTOOL_TEST_PG_READER_URL || process.env.RAWTOOL_TEST_PG_URL;
     if (pgUrl) {
