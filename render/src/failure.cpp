@@ -1,6 +1,7 @@
 #include <rawtool/render/failure.hpp>
 
 #include "detail/common.hpp"
+#include "detail/draft.hpp"
 #include "detail/escape.hpp"
 #include "detail/notices.hpp"
 #include "detail/tables.hpp"
@@ -87,7 +88,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
   const std::string_view code = bytes(f.sqlstate);
   const bool code_ok = !code.empty() && detail::valid_sqlstate(code);
 
-  Rendered r;
+  detail::Draft r;
   r.refused = true;
   std::string& t = r.text;
   t += fmt::format("{}the database's reply to your statement is withheld: {}.\n", contract::own_prefix, why);
@@ -118,7 +119,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
       {"rows_before_failure", f.rows_before_failure},
   };
   detail::add_provenance(s, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 }  // namespace
@@ -153,7 +154,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
                   std::nullopt);
 
   const std::string nonce = detail::fresh_nonce();
-  Rendered r;
+  detail::Draft r;
   std::string& t = r.text;
   t.reserve(shown_untrusted_bytes(f, options) * 2 + 1024);
 
@@ -215,7 +216,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   s["notices_withheld"] = f.notices_withheld;
   s["rows_before_failure"] = f.rows_before_failure;
   detail::add_provenance(s, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 nlohmann::json failure_log_record(const Failure& f) {

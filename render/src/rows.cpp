@@ -2,6 +2,7 @@
 
 #include "detail/cells.hpp"
 #include "detail/common.hpp"
+#include "detail/draft.hpp"
 #include "detail/escape.hpp"
 #include "detail/notices.hpp"
 #include "detail/untrusted_access.hpp"
@@ -33,7 +34,7 @@ void append_notices_section(std::string& t, const Rows& rows, const std::string&
 
 Rendered render_rows(const Rows& rows, const Provenance& provenance, const RenderOptions& options) {
   const std::string nonce = detail::fresh_nonce();
-  Rendered r;
+  detail::Draft r;
   std::string& t = r.text;
   t.reserve(static_cast<std::size_t>(rows.bytes) * 2 + 64 * rows.rows.size() + detail::notice_bytes(rows.notices) * 2 + 1024);
 
@@ -106,7 +107,7 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
       {"notices_withheld", rows.notices_withheld},
   };
   detail::add_provenance(r.structured, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 }  // namespace rawtool::render

@@ -2,6 +2,7 @@
 
 #include "detail/cells.hpp"
 #include "detail/common.hpp"
+#include "detail/draft.hpp"
 #include "detail/notices.hpp"
 
 #include <rawtool/render/json.hpp>
@@ -92,7 +93,7 @@ Rendered render_schema(const SchemaReply& reply, const Provenance& provenance, c
   const std::uint64_t next_offset = reply.offset + returned;
 
   const std::string nonce = detail::fresh_nonce();
-  Rendered r;
+  detail::Draft r;
   std::string& t = r.text;
   if (table_scope) {
     t += fmt::format("{}schema: one table of database {} ({}); {}. ", contract::own_prefix, provenance.database_label.str(), engine_name(provenance.engine),
@@ -133,7 +134,7 @@ Rendered render_schema(const SchemaReply& reply, const Provenance& provenance, c
                             {"more", paged},
                             {"next_offset", paged ? nlohmann::json(next_offset) : nlohmann::json(nullptr)}};
   detail::add_provenance(r.structured, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 }  // namespace rawtool::render

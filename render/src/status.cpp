@@ -1,6 +1,7 @@
 #include <rawtool/render/status.hpp>
 
 #include "detail/common.hpp"
+#include "detail/draft.hpp"
 #include "detail/escape.hpp"
 #include "detail/notices.hpp"
 
@@ -65,9 +66,12 @@ std::string_view status_name(Status status) noexcept {
   return "unknown";
 }
 
-Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
+namespace {
+
+// A status reply, unsealed, so that an argument error can add its lines.
+detail::Draft status_draft(Status status, const Provenance& provenance, std::string_view log_reference) {
   check_reference(log_reference);
-  Rendered r;
+  detail::Draft r;
   const std::string_view own = contract::own_prefix;
   r.text = fmt::format(
       "{}certified query failed; status={}; query={}; reference={}\n"
@@ -87,9 +91,15 @@ Rendered render_status(Status status, const Provenance& provenance, std::string_
   return r;
 }
 
+}  // namespace
+
+Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
+  return status_draft(status, provenance, log_reference).seal();
+}
+
 Rendered render_status(const Provenance& provenance, std::string_view log_reference, const ArgumentError& argument,
                        const RenderOptions& options) {
-  Rendered r = render_status(Status::invalid_arguments, provenance, log_reference);
+  detail::Draft r = status_draft(Status::invalid_arguments, provenance, log_reference);
   // The argument lines go before the trailer, the reply's last line.
   const auto trailer = r.text.rfind(contract::own_prefix);
   std::string argument_text;
@@ -99,11 +109,11 @@ Rendered render_status(const Provenance& provenance, std::string_view log_refere
     return render_refusal(Refusal{RefusalReason::self_check_failed,
                                   Trusted::format("the argument error failed rawtool's own check ({}); it is not shown", problem)},
                           provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 Rendered render_argument_error(const Label& tool, const ArgumentError& argument, const RenderOptions& options) {
-  Rendered r;
+  detail::Draft r;
   r.text = fmt::format("{}invalid argument; tool={}; rule={}\n", contract::own_prefix, tool.str(), argument_rule_name(argument.rule));
   r.structured = {{"kind", "argument_error"}, {"tool", tool.str()}};
   append_argument(r.text, r.structured, argument, options);
@@ -112,11 +122,11 @@ Rendered render_argument_error(const Label& tool, const ArgumentError& argument,
     // Only a caller's bug can get here (rawtool's own words broke a line).
     throw std::invalid_argument("render_argument_error: the text failed rawtool's own check (" + problem.str() + ")");
   }
-  return r;
+  return std::move(r).seal();
 }
 
 Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
-  Rendered r;
+  detail::Draft r;
   r.refused = true;
   std::string& t = r.text;
   t = fmt::format("{}refused; reason={}; path={}; engine={}; database={}\n", contract::own_prefix, refusal_reason_name(refusal.reason), detail::path_text(provenance),
@@ -130,7 +140,7 @@ Rendered render_refusal(const Refusal& refusal, const Provenance& provenance) {
       {"explanation", refusal.explanation.str()},
   };
   detail::add_provenance(r.structured, provenance);
-  return r;
+  return std::move(r).seal();
 }
 
 }  // namespace rawtool::render

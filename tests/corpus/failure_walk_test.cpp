@@ -78,11 +78,11 @@ const nlohmann::json* untrusted_member(const nlohmann::json& structured, corpus:
 TEST_CASE("each FAILURE case is shown or refused as the corpus expects, with the expected reason", "[corpus][failure]") {
   walk_failures([](const Walked& w) {
     const bool expect_refused = w.c.expect == corpus::Expect::refused;
-    CHECK(w.rendered.refused == expect_refused);
-    if (w.rendered.refused && expect_refused) {
+    CHECK(w.rendered.refused() == expect_refused);
+    if (w.rendered.refused() && expect_refused) {
       REQUIRE(w.c.reason.has_value());
-      CHECK(w.rendered.structured.value("kind", "") == "refusal");
-      CHECK(w.rendered.structured.value("reason", "") == rawtool::refusal_reason_name(*w.c.reason));
+      CHECK(w.rendered.structured().value("kind", "") == "refusal");
+      CHECK(w.rendered.structured().value("reason", "") == rawtool::refusal_reason_name(*w.c.reason));
     }
   });
 }
@@ -90,7 +90,7 @@ TEST_CASE("each FAILURE case is shown or refused as the corpus expects, with the
 TEST_CASE("no FAILURE rendering puts untrusted bytes at column 0 or a raw control or invisible code point on the text surface",
           "[corpus][failure]") {
   walk_failures([](const Walked& w) {
-    const auto problems = rawtool::test::text_surface_problems(w.rendered.text);
+    const auto problems = rawtool::test::text_surface_problems(w.rendered.text());
     for (const auto& problem : problems) INFO(problem);
     CHECK(problems.empty());
   });
@@ -98,8 +98,8 @@ TEST_CASE("no FAILURE rendering puts untrusted bytes at column 0 or a raw contro
 
 TEST_CASE("a shown FAILURE field decodes from the text surface to its exact bytes under its own label", "[corpus][failure]") {
   walk_failures([](const Walked& w) {
-    if (w.rendered.refused) return;
-    const auto fields = rawtool::test::quoted_fields(w.rendered.text);
+    if (w.rendered.refused()) return;
+    const auto fields = rawtool::test::quoted_fields(w.rendered.text());
     const std::string label = label_of(w.field);
     const auto labelled = std::count_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == label; });
     const auto exact = std::count_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == label && f.second == w.c.bytes; });
@@ -117,10 +117,10 @@ TEST_CASE("a shown FAILURE field decodes from the text surface to its exact byte
 TEST_CASE("a shown FAILURE text surface carries each escaped fragment the case names", "[corpus][failure]") {
   std::size_t checked = 0;
   walk_failures([&](const Walked& w) {
-    if (w.rendered.refused) return;
+    if (w.rendered.refused()) return;
     for (const auto& fragment : w.c.fragments(w.options.ascii_only)) {
       INFO("fragment " << walk::visible(fragment));
-      CHECK(w.rendered.text.find(fragment) != std::string::npos);
+      CHECK(w.rendered.text().find(fragment) != std::string::npos);
       ++checked;
     }
   });
@@ -129,11 +129,11 @@ TEST_CASE("a shown FAILURE text surface carries each escaped fragment the case n
 
 TEST_CASE("the structured FAILURE surface survives dump and parse and carries each field's exact bytes", "[corpus][failure]") {
   walk_failures([](const Walked& w) {
-    const std::string problem = walk::structured_round_trip_problem(w.rendered.structured);
+    const std::string problem = walk::structured_round_trip_problem(w.rendered.structured());
     INFO(problem);
     CHECK(problem.empty());
-    if (w.rendered.refused) return;
-    const nlohmann::json* member = untrusted_member(w.rendered.structured, w.field);
+    if (w.rendered.refused()) return;
+    const nlohmann::json* member = untrusted_member(w.rendered.structured(), w.field);
     REQUIRE(member != nullptr);
     const auto carried = rawtool::test::json_bytes(*member);
     REQUIRE(carried.has_value());
@@ -146,15 +146,15 @@ TEST_CASE("the structured FAILURE surface survives dump and parse and carries ea
 TEST_CASE("a refused FAILURE shows none of the withheld bytes or the filler beside them on either surface", "[corpus][failure]") {
   std::size_t refusals = 0;
   walk_failures([&](const Walked& w) {
-    if (!w.rendered.refused) return;
+    if (!w.rendered.refused()) return;
     ++refusals;
     INFO("withheld " << walk::visible(w.c.withheld));
     REQUIRE_FALSE(w.c.withheld.empty());
-    CHECK(w.rendered.text.find(w.c.withheld) == std::string::npos);
-    CHECK(w.rendered.text.find(corpus::filler_marker) == std::string::npos);
-    CHECK_FALSE(walk::json_mentions(w.rendered.structured, w.c.withheld));
-    CHECK_FALSE(walk::json_mentions(w.rendered.structured, corpus::filler_marker));
-    CHECK(rawtool::test::quoted_fields(w.rendered.text).empty());
+    CHECK(w.rendered.text().find(w.c.withheld) == std::string::npos);
+    CHECK(w.rendered.text().find(corpus::filler_marker) == std::string::npos);
+    CHECK_FALSE(walk::json_mentions(w.rendered.structured(), w.c.withheld));
+    CHECK_FALSE(walk::json_mentions(w.rendered.structured(), corpus::filler_marker));
+    CHECK(rawtool::test::quoted_fields(w.rendered.text()).empty());
   });
   CHECK(refusals > 0);
 }
@@ -168,11 +168,11 @@ TEST_CASE("with show_statement off, a statement payload reaches neither surface"
         if (w.field != corpus::FailureField::statement) return;
         ++checked;
         // The budget counts only what is shown, so a statement too long to show no longer refuses.
-        CHECK_FALSE(w.rendered.refused);
-        if (w.rendered.refused) return;
-        const auto fields = rawtool::test::quoted_fields(w.rendered.text);
+        CHECK_FALSE(w.rendered.refused());
+        if (w.rendered.refused()) return;
+        const auto fields = rawtool::test::quoted_fields(w.rendered.text());
         CHECK(std::none_of(fields.begin(), fields.end(), [](const auto& f) { return f.first == "statement"; }));
-        CHECK_FALSE(w.rendered.structured.at("untrusted").contains("statement"));
+        CHECK_FALSE(w.rendered.structured().at("untrusted").contains("statement"));
       },
       hidden);
   CHECK(checked > 0);
@@ -187,11 +187,11 @@ TEST_CASE("a case refused for budget is shown exactly once the budget allows it"
         if (w.c.reason != rawtool::RefusalReason::render_budget) return;
         ++budget_cases;
         // The refusal was about size, not content: the same bytes render losslessly.
-        CHECK_FALSE(w.rendered.refused);
-        if (w.rendered.refused) return;
-        const auto problems = rawtool::test::text_surface_problems(w.rendered.text);
+        CHECK_FALSE(w.rendered.refused());
+        if (w.rendered.refused()) return;
+        const auto problems = rawtool::test::text_surface_problems(w.rendered.text());
         CHECK(problems.empty());
-        const auto fields = rawtool::test::quoted_fields(w.rendered.text);
+        const auto fields = rawtool::test::quoted_fields(w.rendered.text());
         const std::string label = label_of(w.field);
         CHECK(std::count_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == label && f.second == w.c.bytes; }) == 1);
       },

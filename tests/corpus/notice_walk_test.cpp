@@ -53,17 +53,17 @@ TEST_CASE("every FAILURE notice payload beside rows is shown exactly inside the 
         const auto failure = corpus::failure_for(c, field, Engine::postgresql);
         const auto rendered = rawtool::render::render_rows(rows_with_notices(failure.notices), walk::raw_provenance(Engine::postgresql), options);
         INFO(c.source << " case " << c.name << ", field " << corpus::field_name(field) << ", ascii_only " << options.ascii_only);
-        REQUIRE_FALSE(rendered.refused);
-        const auto problems = rawtool::test::text_surface_problems(rendered.text);
+        REQUIRE_FALSE(rendered.refused());
+        const auto problems = rawtool::test::text_surface_problems(rendered.text());
         for (const auto& problem : problems) INFO(problem);
         CHECK(problems.empty());
 
         // A code that passed its grammar stands in rawtool's own line; anything else is quoted.
         const auto [label, member] = where_shown(field);
-        const auto fields = rawtool::test::quoted_fields(rendered.text);
-        const auto header_at = rendered.text.find("\nrawtool: notice 1 of 1");
+        const auto fields = rawtool::test::quoted_fields(rendered.text());
+        const auto header_at = rendered.text().find("\nrawtool: notice 1 of 1");
         REQUIRE(header_at != std::string::npos);
-        const std::string header = rendered.text.substr(header_at + 1, rendered.text.find('\n', header_at + 1) - header_at - 1);
+        const std::string header = rendered.text().substr(header_at + 1, rendered.text().find('\n', header_at + 1) - header_at - 1);
         // The code stands in the header as "; severity=NOTICE" or "; sqlstate=01000 (warning)".
         const std::string shown = "; " + member + "=" + c.bytes;
         const auto shown_at = header.find(shown);
@@ -74,10 +74,10 @@ TEST_CASE("every FAILURE notice payload beside rows is shown exactly inside the 
           const auto exact = std::count_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == label && f.second == c.bytes; });
           CHECK(exact == 1);
         }
-        const auto& notices = rendered.structured.at("notices");
+        const auto& notices = rendered.structured().at("notices");
         REQUIRE(notices.size() == 1);
         CHECK(rawtool::test::json_bytes(notices.at(0).at(member)) == c.bytes);
-        CHECK(walk::structured_round_trip_problem(rendered.structured).empty());
+        CHECK(walk::structured_round_trip_problem(rendered.structured()).empty());
         ++walked;
       }
     }

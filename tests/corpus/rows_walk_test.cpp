@@ -68,19 +68,19 @@ std::optional<std::string> expected_cell(const corpus::CellCase& c) {
 TEST_CASE("no rows rendering of a CELLS case puts untrusted bytes at column 0 or a raw control or invisible code point on the text surface",
           "[corpus][rows]") {
   walk_cells([](const Walked& w) {
-    const auto problems = rawtool::test::text_surface_problems(w.rendered.text);
+    const auto problems = rawtool::test::text_surface_problems(w.rendered.text());
     for (const auto& problem : problems) INFO(problem);
     CHECK(problems.empty());
-    CHECK(w.rendered.refused == (w.c.expect == corpus::Expect::refused));
+    CHECK(w.rendered.refused() == (w.c.expect == corpus::Expect::refused));
   });
 }
 
 TEST_CASE("every CELLS payload decodes from the text surface to its exact bytes in its place, and the row after it is intact",
           "[corpus][rows]") {
   walk_cells([](const Walked& w) {
-    if (w.rendered.refused) return;
-    const auto rows = rawtool::test::row_cells(w.rendered.text);
-    const auto names = rawtool::test::column_names(w.rendered.text);
+    if (w.rendered.refused()) return;
+    const auto rows = rawtool::test::row_cells(w.rendered.text());
+    const auto names = rawtool::test::column_names(w.rendered.text());
     REQUIRE(rows.size() == 2);
     REQUIRE(rows[0].size() == 1);
     REQUIRE(rows[1].size() == 1);
@@ -96,7 +96,7 @@ TEST_CASE("every CELLS payload decodes from the text surface to its exact bytes 
         CHECK(names[0] == w.c.bytes);
         break;
       case corpus::CellPlace::type_name: {
-        const auto type = shown_type_name(w.rendered.text);
+        const auto type = shown_type_name(w.rendered.text());
         REQUIRE(type.has_value());
         CHECK(*type == w.c.bytes);
         CHECK(names[0] == "value");
@@ -109,10 +109,10 @@ TEST_CASE("every CELLS payload decodes from the text surface to its exact bytes 
 TEST_CASE("a shown CELLS text surface carries each escaped fragment the case names", "[corpus][rows]") {
   std::size_t checked = 0;
   walk_cells([&](const Walked& w) {
-    if (w.rendered.refused) return;
+    if (w.rendered.refused()) return;
     for (const auto& fragment : w.c.fragments(w.options.ascii_only)) {
       INFO("fragment " << walk::visible(fragment));
-      CHECK(w.rendered.text.find(fragment) != std::string::npos);
+      CHECK(w.rendered.text().find(fragment) != std::string::npos);
       ++checked;
     }
   });
@@ -121,11 +121,11 @@ TEST_CASE("a shown CELLS text surface carries each escaped fragment the case nam
 
 TEST_CASE("the structured rows surface survives dump and parse and carries each CELLS payload exactly", "[corpus][rows]") {
   walk_cells([](const Walked& w) {
-    const std::string problem = walk::structured_round_trip_problem(w.rendered.structured);
+    const std::string problem = walk::structured_round_trip_problem(w.rendered.structured());
     INFO(problem);
     CHECK(problem.empty());
-    if (w.rendered.refused) return;
-    const auto& s = w.rendered.structured;
+    if (w.rendered.refused()) return;
+    const auto& s = w.rendered.structured();
     REQUIRE(s.contains("rows"));
     REQUIRE(s.contains("columns"));
     const nlohmann::json* value = nullptr;
@@ -159,17 +159,17 @@ TEST_CASE("NULL, the empty string and the text NULL stay three different things 
   for (const auto& options : walk::both_modes()) {
     INFO("ascii_only " << options.ascii_only);
     const Rendered rendered = rawtool::render::render_rows(corpus::rows_of_cells(three), walk::raw_provenance(Engine::postgresql), options);
-    const auto rows = rawtool::test::row_cells(rendered.text);
+    const auto rows = rawtool::test::row_cells(rendered.text());
     REQUIRE(rows.size() == 3);
     CHECK_FALSE(rows[0][0].has_value());
     CHECK(rows[1][0] == std::optional<std::string>(""));
     CHECK(rows[2][0] == std::optional<std::string>("NULL"));
     // The row lines themselves differ once their ordinals are set aside.
-    CHECK(rendered.text.find("row 1: NULL\n") != std::string::npos);
-    CHECK(rendered.text.find("row 2: \"\"\n") != std::string::npos);
-    CHECK(rendered.text.find("row 3: \"NULL\"\n") != std::string::npos);
+    CHECK(rendered.text().find("row 1: NULL\n") != std::string::npos);
+    CHECK(rendered.text().find("row 2: \"\"\n") != std::string::npos);
+    CHECK(rendered.text().find("row 3: \"NULL\"\n") != std::string::npos);
 
-    const auto& data = rendered.structured.at("rows");
+    const auto& data = rendered.structured().at("rows");
     CHECK(data.at(0).at(0).is_null());
     CHECK(data.at(1).at(0) == "");
     CHECK(data.at(2).at(0) == "NULL");
@@ -189,14 +189,14 @@ TEST_CASE("every CELLS case survives in one result beside all the others", "[cor
   for (const auto& options : walk::both_modes()) {
     INFO("ascii_only " << options.ascii_only);
     const Rendered rendered = rawtool::render::render_rows(corpus::rows_of_cells(cases), walk::raw_provenance(Engine::postgresql), options);
-    REQUIRE_FALSE(rendered.refused);
-    const auto problems = rawtool::test::text_surface_problems(rendered.text);
+    REQUIRE_FALSE(rendered.refused());
+    const auto problems = rawtool::test::text_surface_problems(rendered.text());
     for (const auto& problem : problems) INFO(problem);
     CHECK(problems.empty());
 
-    const auto rows = rawtool::test::row_cells(rendered.text);
+    const auto rows = rawtool::test::row_cells(rendered.text());
     REQUIRE(rows.size() == expected.size());
-    const auto& data = rendered.structured.at("rows");
+    const auto& data = rendered.structured().at("rows");
     REQUIRE(data.size() == expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
       INFO("row " << i + 1);

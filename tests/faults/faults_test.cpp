@@ -112,7 +112,7 @@ public:
 
 private:
   static Answer answer(rawtool::Reply reply) {
-    Answer out{reply.text, reply.structured, reply.is_error, {}};
+    Answer out{reply.text(), reply.structured(), reply.is_error(), {}};
     out.wire = out.text + "\n" + out.structured.dump();
     return out;
   }

@@ -121,7 +121,7 @@ TEST_CASE("the load checks catch a reply that carries another call's canary, a w
       rawtool::parse_config(json{{"databases", json::array({json{{"path", "self.sqlite"}}})}}.dump(), dir.path()));
   const auto answer_to = [&](const std::string& sql) {
     rawtool::Reply reply = tool->raw(sql);
-    return Answer{reply.text, reply.structured, reply.is_error, reply.text + reply.structured.dump()};
+    return Answer{reply.text(), reply.structured(), reply.is_error(), reply.text() + reply.structured().dump()};
   };
 
   CHECK(rawtool::reliability::problems_of(call, answer_to(call.sql)).empty());
@@ -175,7 +175,7 @@ void library_phase(LibrarySetup& setup, unsigned clients, unsigned first, unsign
         rawtool::CallOptions options;
         options.database = pg ? "pg" : "lite";
         rawtool::Reply reply = setup.tool->raw(call.sql, options);
-        Answer answer{reply.text, reply.structured, reply.is_error, reply.text + reply.structured.dump()};
+        Answer answer{reply.text(), reply.structured(), reply.is_error(), reply.text() + reply.structured().dump()};
         auto problems = rawtool::reliability::problems_of(call, answer);
         auto& sink = findings.per_client[client];
         sink.insert(sink.end(), problems.begin(), problems.end());

@@ -357,22 +357,22 @@ TEST_CASE("sqlite_read_only_wal reaches the SQLite driver through a configuratio
     auto writer = tool_for(R"({"path": "w.db", "access": "read_write"})");
     for (const char* sql : {"PRAGMA journal_mode = WAL", "CREATE TABLE t (x)", "INSERT INTO t VALUES (41), (1)"}) {
       INFO(sql);
-      REQUIRE_FALSE(writer->raw(sql).is_error);
+      REQUIRE_FALSE(writer->raw(sql).is_error());
     }
   }
   REQUIRE(files() == std::set<std::string>{"rawtool.json", "w.db"});
   {
     auto refusing = tool_for(R"({"path": "w.db"})");
     const rawtool::Reply reply = refusing->raw("SELECT sum(x) FROM t");
-    CHECK(reply.is_error);
-    CHECK(rawtool::test::contains(reply.text, "sqlite_read_only_wal"));
+    CHECK(reply.is_error());
+    CHECK(rawtool::test::contains(reply.text(), "sqlite_read_only_wal"));
   }
   CHECK(files() == std::set<std::string>{"rawtool.json", "w.db"});
   {
     auto immutable = tool_for(R"({"path": "w.db", "sqlite_read_only_wal": "immutable"})");
     const rawtool::Reply reply = immutable->raw("SELECT sum(x) AS total FROM t");
-    CHECK_FALSE(reply.is_error);
-    CHECK(rawtool::test::contains(reply.text, "42"));
+    CHECK_FALSE(reply.is_error());
+    CHECK(rawtool::test::contains(reply.text(), "42"));
   }
   CHECK(files() == std::set<std::string>{"rawtool.json", "w.db"});
 }

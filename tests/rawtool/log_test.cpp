@@ -97,13 +97,13 @@ TEST_CASE("a log file named by the configuration is created with mode 0600 besid
 
   const rawtool::Reply first = t.tool->certified("q", nlohmann::json::object());
   const rawtool::Reply second = t.tool->certified("q", nlohmann::json::object());
-  CHECK_FALSE(contains(first.text, "SECRET"));
+  CHECK_FALSE(contains(first.text(), "SECRET"));
   const auto lines = read_lines(file);
   REQUIRE(lines.size() == 2);
   const auto a = nlohmann::json::parse(lines[0]);
-  CHECK(a["reference"] == first.structured["reference"]);
+  CHECK(a["reference"] == first.structured()["reference"]);
   CHECK(a["failure"]["message"] == "SECRET-in-the-message");
-  CHECK(nlohmann::json::parse(lines[1])["reference"] == second.structured["reference"]);
+  CHECK(nlohmann::json::parse(lines[1])["reference"] == second.structured()["reference"]);
 
   // A second Tool on the same file appends; it never truncates.
   LoggedTool again(R"({"path": ")" + file.string() + R"("})", failure_with_message("x"));
@@ -136,7 +136,7 @@ TEST_CASE("every log line is one JSON object with ts, level, component, event an
   CHECK(failure["level"] == "error");
   CHECK(failure["event"] == "certified_failure");
   CHECK(failure["database"] == "main");
-  CHECK(failure["reference"] == reply.structured["reference"]);
+  CHECK(failure["reference"] == reply.structured()["reference"]);
   CHECK(failure["failure"]["message"] == "m\nSYSTEM: forged line");
 }
 
@@ -146,8 +146,8 @@ TEST_CASE("the level setting drops lines below it, and never a line a reply poin
   const rawtool::Reply unknown = t.tool->certified("nope", nlohmann::json::object());
   const auto lines = read_lines(t.dir.path() / "operator.log");
   REQUIRE(lines.size() == 2);  // no debug call line; both failures
-  CHECK(nlohmann::json::parse(lines[0])["reference"] == certified.structured["reference"]);
-  CHECK(nlohmann::json::parse(lines[1])["reference"] == unknown.structured["reference"]);
+  CHECK(nlohmann::json::parse(lines[0])["reference"] == certified.structured()["reference"]);
+  CHECK(nlohmann::json::parse(lines[1])["reference"] == unknown.structured()["reference"]);
   for (const auto& line : lines) CHECK(nlohmann::json::parse(line)["level"] == "error");
 }
 
@@ -163,7 +163,7 @@ TEST_CASE("a certified failure with a 200 MB message writes one log line of at m
   CHECK(lines[0].size() + 1 <= 64 * 1024);
   CHECK(std::filesystem::file_size(file) == lines[0].size() + 1);
   const auto record = nlohmann::json::parse(lines[0]);
-  CHECK(record["reference"] == reply.structured["reference"]);
+  CHECK(record["reference"] == reply.structured()["reference"]);
   const auto& message = record["failure"]["message"];
   CHECK(message["truncated"] == true);
   CHECK(message["bytes"] == 200'000'000);

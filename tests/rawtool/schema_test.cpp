@@ -46,12 +46,12 @@ std::string quoted_literal(const std::string& text) {
 
 // The invariants every schema reply holds, whatever it carries.
 void check_surface(const rawtool::Reply& reply) {
-  INFO(reply.text);
-  CHECK(rawtool::test::text_surface_problems(reply.text) == std::vector<std::string>{});
-  CHECK(reply.structured["kind"] == "schema");
-  CHECK(reply.structured.contains("certified_provenance"));
-  CHECK(reply.structured["certified_provenance"]["query"] == "describe_schema");
-  CHECK(contains(reply.text, "what the connected role can use"));
+  INFO(reply.text());
+  CHECK(rawtool::test::text_surface_problems(reply.text()) == std::vector<std::string>{});
+  CHECK(reply.structured()["kind"] == "schema");
+  CHECK(reply.structured().contains("certified_provenance"));
+  CHECK(reply.structured()["certified_provenance"]["query"] == "describe_schema");
+  CHECK(contains(reply.text(), "what the connected role can use"));
 }
 
 // The decoded bytes of every cell of every row line of the text half.
@@ -66,7 +66,7 @@ std::vector<std::string> text_cells(const std::string& text) {
 // The bytes of one column of one section, row by row, on the structured half.
 std::vector<std::string> structured_column(const rawtool::Reply& reply, const std::string& section, const std::string& column) {
   std::vector<std::string> out;
-  for (const auto& row : reply.structured["sections"][section]["rows"]) {
+  for (const auto& row : reply.structured()["sections"][section]["rows"]) {
     if (row[column].is_null()) continue;
     auto bytes = rawtool::test::json_bytes(row[column]);
     REQUIRE(bytes.has_value());
@@ -138,10 +138,10 @@ TEST_CASE("every hostile name comes back from SQLite's schema as a column and a 
     for (std::size_t i = 0; i < names.size(); ++i) {
       INFO(render << " case " << i);
       const rawtool::Reply reply = describe(*tool, "t" + std::to_string(i));
-      REQUIRE_FALSE(reply.is_error);
+      REQUIRE_FALSE(reply.is_error());
       check_surface(reply);
       CHECK(has(structured_column(reply, "columns", "name"), names[i]));
-      CHECK(has(text_cells(reply.text), names[i]));
+      CHECK(has(text_cells(reply.text()), names[i]));
     }
     // The listing, page by page: every hostile table name, exact.
     std::vector<std::string> listed_text;
@@ -150,12 +150,12 @@ TEST_CASE("every hostile name comes back from SQLite's schema as a column and a 
     request.limit = 7;
     for (int pages = 0; pages < 100; ++pages) {
       const rawtool::Reply page = tool->describe_schema(request);
-      REQUIRE_FALSE(page.is_error);
+      REQUIRE_FALSE(page.is_error());
       check_surface(page);
       for (const auto& name : structured_column(page, "objects", "name")) listed.push_back(name);
-      for (const auto& cell : text_cells(page.text)) listed_text.push_back(cell);
-      if (page.structured["page"]["next_offset"].is_null()) break;
-      request.offset = page.structured["page"]["next_offset"].get<std::uint64_t>();
+      for (const auto& cell : text_cells(page.text())) listed_text.push_back(cell);
+      if (page.structured()["page"]["next_offset"].is_null()) break;
+      request.offset = page.structured()["page"]["next_offset"].get<std::uint64_t>();
     }
     CHECK(listed.size() == 2 * names.size());
     for (std::size_t i = 0; i < names.size(); ++i) {
@@ -183,12 +183,12 @@ TEST_CASE("every hostile text in a SQLite table's definition is quoted per line 
   for (std::size_t i = 0; i < texts.size(); ++i) {
     INFO("case " << i);
     const rawtool::Reply reply = describe(*tool, "p" + std::to_string(i));
-    REQUIRE_FALSE(reply.is_error);
+    REQUIRE_FALSE(reply.is_error());
     check_surface(reply);
     const std::string definition = "CREATE TABLE p" + std::to_string(i) + " (x /*" + texts[i] + "*/)";
     CHECK(structured_column(reply, "table", "definition") == std::vector<std::string>{definition});
     bool quoted = false;
-    for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text)) quoted = quoted || (label == "definition of row 1" && bytes == definition);
+    for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text())) quoted = quoted || (label == "definition of row 1" && bytes == definition);
     CHECK(quoted);
   }
 }
@@ -204,9 +204,9 @@ TEST_CASE("describe_schema on SQLite reports columns, keys, indexes and paging i
   auto tool = setup.open();
 
   const rawtool::Reply orders = describe(*tool, "main.orders");
-  REQUIRE_FALSE(orders.is_error);
+  REQUIRE_FALSE(orders.is_error());
   check_surface(orders);
-  CHECK(orders.structured["scope"] == "table");
+  CHECK(orders.structured()["scope"] == "table");
   CHECK(structured_column(orders, "columns", "name") == std::vector<std::string>{"id", "customer", "total"});
   CHECK(structured_column(orders, "columns", "primary_key") == std::vector<std::string>{"yes", "no", "no"});
   CHECK(structured_column(orders, "columns", "default_value") == std::vector<std::string>{"0"});
@@ -222,14 +222,14 @@ TEST_CASE("describe_schema on SQLite reports columns, keys, indexes and paging i
   request.limit = 2;
   const rawtool::Reply first = tool->describe_schema(request);
   CHECK(structured_column(first, "objects", "name") == std::vector<std::string>{"big_orders", "customers"});
-  CHECK(first.structured["page"]["more"] == true);
-  CHECK(first.structured["page"]["next_offset"] == 2);
-  CHECK(contains(first.text, "call again with offset 2"));
+  CHECK(first.structured()["page"]["more"] == true);
+  CHECK(first.structured()["page"]["next_offset"] == 2);
+  CHECK(contains(first.text(), "call again with offset 2"));
   request.offset = 2;
   const rawtool::Reply second = tool->describe_schema(request);
   CHECK(structured_column(second, "objects", "name") == std::vector<std::string>{"orders"});
-  CHECK(second.structured["page"]["more"] == false);
-  CHECK(second.structured["page"]["next_offset"].is_null());
+  CHECK(second.structured()["page"]["more"] == false);
+  CHECK(second.structured()["page"]["next_offset"].is_null());
   CHECK(structured_column(second, "objects", "kind") == std::vector<std::string>{"table"});
 
   request = {};
@@ -237,10 +237,10 @@ TEST_CASE("describe_schema on SQLite reports columns, keys, indexes and paging i
   CHECK(structured_column(tool->describe_schema(request), "objects", "name") == std::vector<std::string>{"big_orders", "orders"});
 
   const rawtool::Reply missing = describe(*tool, "no_such_table");
-  CHECK(missing.is_error);
-  CHECK(missing.structured["found"] == false);
-  CHECK(contains(missing.text, "rule=not_found"));
-  CHECK(rawtool::test::text_surface_problems(missing.text) == std::vector<std::string>{});
+  CHECK(missing.is_error());
+  CHECK(missing.structured()["found"] == false);
+  CHECK(contains(missing.text(), "rule=not_found"));
+  CHECK(rawtool::test::text_surface_problems(missing.text()) == std::vector<std::string>{});
 }
 
 TEST_CASE("describe_schema's argument mistakes name the argument and the rule, and run nothing",
@@ -277,16 +277,16 @@ TEST_CASE("describe_schema's argument mistakes name the argument and the rule, a
     rawtool::CallOptions options;
     options.database = c.database;
     const rawtool::Reply reply = tool->describe_schema(c.request, options);
-    INFO(reply.text);
-    CHECK(reply.is_error);
-    CHECK(reply.structured["kind"] == "argument_error");
-    CHECK(reply.structured["tool"] == "describe_schema");
-    CHECK(reply.structured["argument"]["name"] == c.argument);
-    CHECK(reply.structured["argument"]["rule"] == c.rule);
-    CHECK(contains(reply.text, "argument " + c.argument + ": " + c.words));
-    CHECK(contains(reply.text, "(rule=" + c.rule + ")"));
-    CHECK_FALSE(contains(reply.text, "CANARY"));
-    CHECK(rawtool::test::text_surface_problems(reply.text) == std::vector<std::string>{});
+    INFO(reply.text());
+    CHECK(reply.is_error());
+    CHECK(reply.structured()["kind"] == "argument_error");
+    CHECK(reply.structured()["tool"] == "describe_schema");
+    CHECK(reply.structured()["argument"]["name"] == c.argument);
+    CHECK(reply.structured()["argument"]["rule"] == c.rule);
+    CHECK(contains(reply.text(), "argument " + c.argument + ": " + c.words));
+    CHECK(contains(reply.text(), "(rule=" + c.rule + ")"));
+    CHECK_FALSE(contains(reply.text(), "CANARY"));
+    CHECK(rawtool::test::text_surface_problems(reply.text()) == std::vector<std::string>{});
   }
 }
 
@@ -334,13 +334,13 @@ TEST_CASE("describe_schema's JSON arguments: types, ranges and unknown names, an
     CHECK(error.argument.empty());
     REQUIRE(error.given.has_value());
     const auto rendered = rawtool::render::render_argument_error(rawtool::Label("describe_schema"), error, {});
-    INFO(c.name << "\n" << rendered.text);
-    CHECK(rawtool::test::text_surface_problems(rendered.text) == std::vector<std::string>{});
+    INFO(c.name << "\n" << rendered.text());
+    CHECK(rawtool::test::text_surface_problems(rendered.text()) == std::vector<std::string>{});
     bool echoed = false;
-    for (const auto& [label, bytes] : rawtool::test::quoted_fields(rendered.text)) echoed = echoed || (label == "name given" && bytes == c.bytes);
+    for (const auto& [label, bytes] : rawtool::test::quoted_fields(rendered.text())) echoed = echoed || (label == "name given" && bytes == c.bytes);
     CHECK(echoed);
-    CHECK(rawtool::test::json_bytes(rendered.structured["argument"]["given"]) == c.bytes);
-    CHECK(rendered.structured["argument"]["name"].is_null());
+    CHECK(rawtool::test::json_bytes(rendered.structured()["argument"]["given"]) == c.bytes);
+    CHECK(rendered.structured()["argument"]["name"].is_null());
     ++walked;
   }
   CHECK(walked > 10);
@@ -366,8 +366,8 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   as_admin.database = "admin";
   const auto admin = [&](const std::string& sql) {
     const rawtool::Reply r = tool->raw(sql, as_admin);
-    INFO(sql << "\n" << r.text);
-    REQUIRE_FALSE(r.is_error);
+    INFO(sql << "\n" << r.text());
+    REQUIRE_FALSE(r.is_error());
   };
   admin("CREATE SCHEMA " + schema);
   struct Cleanup {
@@ -407,20 +407,20 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   for (std::size_t i = 0; i < names.size(); ++i) {
     INFO("name case " << i);
     const rawtool::Reply reply = describe(*tool, schema + ".c" + std::to_string(i));
-    REQUIRE_FALSE(reply.is_error);
+    REQUIRE_FALSE(reply.is_error());
     check_surface(reply);
     CHECK(has(structured_column(reply, "columns", "name"), names[i]));
-    CHECK(has(text_cells(reply.text), names[i]));
+    CHECK(has(text_cells(reply.text()), names[i]));
   }
   for (std::size_t i = 0; i < comments.size(); ++i) {
     INFO("comment case " << i);
     const rawtool::Reply reply = describe(*tool, schema + ".p" + std::to_string(i));
-    REQUIRE_FALSE(reply.is_error);
+    REQUIRE_FALSE(reply.is_error());
     check_surface(reply);
     CHECK(structured_column(reply, "table", "comment") == std::vector<std::string>{comments[i]});
     CHECK(structured_column(reply, "columns", "comment") == std::vector<std::string>{comments[i]});
     std::size_t quoted = 0;
-    for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text))
+    for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text()))
       if (label == "comment of row 1" && bytes == comments[i]) ++quoted;
     CHECK(quoted == 2);  // the table's and the column's
   }
@@ -430,22 +430,22 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   request.schema = schema;
   request.limit = rawtool::SchemaRequest::limit_max;
   const rawtool::Reply listing = tool->describe_schema(request);
-  REQUIRE_FALSE(listing.is_error);
+  REQUIRE_FALSE(listing.is_error());
   check_surface(listing);
   const auto listed = structured_column(listing, "objects", "name");
   CHECK(listed.size() == names.size() + comments.size() + 1);
   CHECK(has(listed, "half"));
-  CHECK_FALSE(contains(listing.text, "secret"));
+  CHECK_FALSE(contains(listing.text(), "secret"));
   CHECK(structured_column(listing, "objects", "comment").size() == comments.size());
 
   const rawtool::Reply secret = describe(*tool, schema + ".secret_CANARY");
-  CHECK(secret.is_error);
-  CHECK(secret.structured["found"] == false);
-  CHECK_FALSE(contains(secret.text, "CANARY"));
+  CHECK(secret.is_error());
+  CHECK(secret.structured()["found"] == false);
+  CHECK_FALSE(contains(secret.text(), "CANARY"));
   const rawtool::Reply half = describe(*tool, "half");  // found without the schema: it is not in the search path
-  REQUIRE_FALSE(half.is_error);
+  REQUIRE_FALSE(half.is_error());
   CHECK(structured_column(half, "columns", "name") == std::vector<std::string>{"visible"});
-  CHECK_FALSE(contains(half.text, "hidden"));
+  CHECK_FALSE(contains(half.text(), "hidden"));
 
   // A failure on this side shows a status and a reference, never the database's words.
   rawtool::SchemaRequest on_admin;
@@ -454,8 +454,8 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   cancellation.cancel();
   cancelled.cancellation = &cancellation;
   const rawtool::Reply refused = tool->describe_schema(on_admin, cancelled);
-  CHECK(refused.is_error);
-  CHECK(refused.structured["kind"] == "certified_status");
-  CHECK(refused.structured["certified_provenance"]["query"] == "describe_schema");
-  CHECK(contains(log.all(), refused.structured["reference"].get<std::string>()));
+  CHECK(refused.is_error());
+  CHECK(refused.structured()["kind"] == "certified_status");
+  CHECK(refused.structured()["certified_provenance"]["query"] == "describe_schema");
+  CHECK(contains(log.all(), refused.structured()["reference"].get<std::string>()));
 }

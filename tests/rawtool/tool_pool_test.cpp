@@ -128,9 +128,9 @@ struct ScriptedTool {
 TEST_CASE("drivers are made on first use, not at open", "[tool][pool]") {
   ScriptedTool t(4);
   CHECK(t.script.made == 0);
-  CHECK_FALSE(t.tool->raw("SELECT 1").is_error);
+  CHECK_FALSE(t.tool->raw("SELECT 1").is_error());
   CHECK(t.script.made == 1);
-  CHECK_FALSE(t.tool->raw("SELECT 1").is_error);
+  CHECK_FALSE(t.tool->raw("SELECT 1").is_error());
   CHECK(t.script.made == 1);  // the idle driver is reused
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("many threads share a pool that never exceeds pool_size; callers beyon
     workers.emplace_back([&] {
       for (int k = 0; k < calls_each; ++k) {
         rawtool::Reply r = t.tool->raw("SELECT 1");
-        if (!r.is_error && r.structured["kind"] == "raw_rows") ++ok;
+        if (!r.is_error() && r.structured()["kind"] == "raw_rows") ++ok;
       }
     });
   }
@@ -170,12 +170,12 @@ TEST_CASE("cancel stops a running statement and the call returns a cancelled ref
   caller.join();
   CHECK(cancellation.cancelled());
   CHECK(t.script.cancels == 1);
-  CHECK(reply.is_error);
-  CHECK(reply.structured["kind"] == "refusal");
-  CHECK(reply.structured["reason"] == "cancelled");
+  CHECK(reply.is_error());
+  CHECK(reply.structured()["kind"] == "refusal");
+  CHECK(reply.structured()["reason"] == "cancelled");
   // The driver went back to the pool and serves the next call.
   t.script.block = false;
-  CHECK_FALSE(t.tool->raw("SELECT 1").is_error);
+  CHECK_FALSE(t.tool->raw("SELECT 1").is_error());
   CHECK(t.script.made == 1);
 }
 
@@ -186,10 +186,10 @@ TEST_CASE("a call cancelled before it starts does not run", "[tool][cancel]") {
   rawtool::CallOptions options;
   options.cancellation = &cancellation;
   rawtool::Reply raw = t.tool->raw("SELECT 1", options);
-  CHECK(raw.structured["reason"] == "cancelled");
+  CHECK(raw.structured()["reason"] == "cancelled");
   rawtool::Reply certified = t.tool->certified("one", nullptr, options);
-  CHECK(certified.structured["kind"] == "certified_status");
-  CHECK(certified.structured["status"] == "refused");
+  CHECK(certified.structured()["kind"] == "certified_status");
+  CHECK(certified.structured()["status"] == "refused");
   CHECK(t.script.executes == 0);
   CHECK(t.script.made == 0);
 }
@@ -214,11 +214,11 @@ TEST_CASE("a call waiting for a connection can be cancelled without disturbing t
   CHECK_FALSE(second_done.load());  // it waits: the only driver is busy
   cancellation.cancel();
   waiter.join();
-  CHECK(second.structured["reason"] == "cancelled");
+  CHECK(second.structured()["reason"] == "cancelled");
   CHECK(t.script.cancels == 0);  // the running statement was not touched
   t.script.release();
   holder.join();
-  CHECK_FALSE(first.is_error);
+  CHECK_FALSE(first.is_error());
   CHECK(t.script.executes == 1);
 }
 
@@ -233,8 +233,8 @@ TEST_CASE("cancelling a certified call gives the refused status", "[tool][cancel
   REQUIRE(t.script.wait_running(1));
   cancellation.cancel();
   caller.join();
-  CHECK(reply.structured["kind"] == "certified_status");
-  CHECK(reply.structured["status"] == "refused");
+  CHECK(reply.structured()["kind"] == "certified_status");
+  CHECK(reply.structured()["status"] == "refused");
 }
 
 TEST_CASE("an unreachable database is a status on both paths, and only the log names the host", "[tool][unavailable]") {
@@ -243,24 +243,24 @@ TEST_CASE("an unreachable database is a status on both paths, and only the log n
   rawtool::Reply raw = t.tool->raw("SELECT 1");
   rawtool::Reply certified = t.tool->certified("one", nullptr);
   for (const rawtool::Reply* r : {&raw, &certified}) {
-    INFO(r->text);
-    CHECK(r->is_error);
-    CHECK(r->structured["status"] == "unavailable");
-    CHECK_FALSE(contains(r->text, "CANARY-unavail"));
-    CHECK_FALSE(contains(rawtool::render::dump(r->structured), "CANARY-unavail"));
-    const std::string reference = r->structured["reference"].get<std::string>();
-    CHECK(contains(r->text, reference));
+    INFO(r->text());
+    CHECK(r->is_error());
+    CHECK(r->structured()["status"] == "unavailable");
+    CHECK_FALSE(contains(r->text(), "CANARY-unavail"));
+    CHECK_FALSE(contains(rawtool::render::dump(r->structured()), "CANARY-unavail"));
+    const std::string reference = r->structured()["reference"].get<std::string>();
+    CHECK(contains(r->text(), reference));
     bool logged = false;
     for (const std::string& line : t.log.lines()) {
       logged = logged || (contains(line, reference) && contains(line, "CANARY-unavail.example"));
     }
     CHECK(logged);
   }
-  CHECK(raw.structured["kind"] == "raw_unavailable");
-  CHECK(raw.structured["raw_provenance"]["path"] == "raw");
-  CHECK(contains(raw.text, "path=raw (uncertified)"));
-  CHECK_FALSE(contains(raw.text, "certified query"));
-  CHECK(certified.structured["kind"] == "certified_status");
+  CHECK(raw.structured()["kind"] == "raw_unavailable");
+  CHECK(raw.structured()["raw_provenance"]["path"] == "raw");
+  CHECK(contains(raw.text(), "path=raw (uncertified)"));
+  CHECK_FALSE(contains(raw.text(), "certified query"));
+  CHECK(certified.structured()["kind"] == "certified_status");
 }
 
 TEST_CASE("a driver that cannot be made is reported as unavailable, and the pool slot is freed", "[tool][pool]") {
@@ -277,8 +277,8 @@ TEST_CASE("a driver that cannot be made is reported as unavailable, and the pool
   auto tool = rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"), std::move(options));
   for (int i = 0; i < 2; ++i) {
     rawtool::Reply r = tool->raw("SELECT 1");
-    CHECK(r.structured["status"] == "unavailable");
-    CHECK_FALSE(contains(r.text, "CANARY"));
+    CHECK(r.structured()["status"] == "unavailable");
+    CHECK_FALSE(contains(r.text(), "CANARY"));
   }
   CHECK(attempts == 2);  // the failed slot did not stay taken
   CHECK(contains(log.all(), "CANARY-factory failure"));
@@ -322,8 +322,8 @@ TEST_CASE("without a log sink, each log line goes to stderr as one JSON line", "
   REQUIRE(lines.size() == 2);
   nlohmann::json a = nlohmann::json::parse(lines[0]);
   nlohmann::json b = nlohmann::json::parse(lines[1]);
-  CHECK(a["reference"] == first.structured["reference"]);
-  CHECK(b["reference"] == second.structured["reference"]);
+  CHECK(a["reference"] == first.structured()["reference"]);
+  CHECK(b["reference"] == second.structured()["reference"]);
   CHECK(b["query"] == "CANARY\nforged line");  // carried inside the JSON string, escaped
 }
 
@@ -347,9 +347,9 @@ TEST_CASE("a log sink that throws does not lose the line", "[tool][log]") {
   ::close(saved);
   ::close(fd);
   CHECK(calls == 1);
-  CHECK(reply.structured["status"] == "not_found");
+  CHECK(reply.structured()["status"] == "not_found");
   std::ifstream in(dir.path() / "stderr.txt");
   std::string line;
   REQUIRE(std::getline(in, line));
-  CHECK(nlohmann::json::parse(line)["reference"] == reply.structured["reference"]);
+  CHECK(nlohmann::json::parse(line)["reference"] == reply.structured()["reference"]);
 }

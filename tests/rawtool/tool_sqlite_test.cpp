@@ -91,8 +91,8 @@ void check_never_called_certified(const rawtool::Reply& reply) {
     for (auto at = s.find("uncertified"); at != std::string::npos; at = s.find("uncertified")) s.erase(at, 11);
     return s;
   };
-  CHECK_FALSE(contains(strip(reply.text), "certified"));
-  for (const std::string& s : rawtool::test::all_strings(reply.structured)) CHECK_FALSE(contains(strip(s), "certified"));
+  CHECK_FALSE(contains(strip(reply.text()), "certified"));
+  for (const std::string& s : rawtool::test::all_strings(reply.structured())) CHECK_FALSE(contains(strip(s), "certified"));
   std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& v) {
     if (v.is_object()) {
       for (const auto& item : v.items()) {
@@ -104,7 +104,7 @@ void check_never_called_certified(const rawtool::Reply& reply) {
       for (const auto& item : v) walk(item);
     }
   };
-  walk(reply.structured);
+  walk(reply.structured());
 }
 
 // The reference a status reply carries, found in the log.
@@ -122,10 +122,10 @@ TEST_CASE("a raw reply carries rows and provenance on both halves", "[tool][sqli
   SqliteSetup setup;
   auto tool = setup.open();
   rawtool::Reply reply = tool->raw("SELECT id, name FROM items ORDER BY id");
-  INFO(reply.text);
-  REQUIRE_FALSE(reply.is_error);
-  CHECK(rawtool::test::text_surface_problems(reply.text).empty());
-  const nlohmann::json& s = reply.structured;
+  INFO(reply.text());
+  REQUIRE_FALSE(reply.is_error());
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  const nlohmann::json& s = reply.structured();
   CHECK(s["kind"] == "raw_rows");
   CHECK(s["row_count"] == 3);  // max_rows is 3
   CHECK(s["complete"] == false);
@@ -135,11 +135,11 @@ TEST_CASE("a raw reply carries rows and provenance on both halves", "[tool][sqli
   CHECK(s["raw_provenance"]["database"] == "main");
   CHECK(s["raw_provenance"]["elapsed_ms"].is_number());
   CHECK(s["raw_provenance"]["elapsed_ms"].get<double>() >= 0.0);
-  CHECK(contains(reply.text, "path=raw (uncertified)"));
-  CHECK(contains(reply.text, "database=main"));
-  CHECK(contains(reply.text, "engine=sqlite"));
-  CHECK(contains(reply.text, "truncation=row_cap"));
-  auto cells = rawtool::test::row_cells(reply.text);
+  CHECK(contains(reply.text(), "path=raw (uncertified)"));
+  CHECK(contains(reply.text(), "database=main"));
+  CHECK(contains(reply.text(), "engine=sqlite"));
+  CHECK(contains(reply.text(), "truncation=row_cap"));
+  auto cells = rawtool::test::row_cells(reply.text());
   REQUIRE(cells.size() == 3);
   CHECK(cells[1][1] == std::optional<std::string>("pear"));
   check_never_called_certified(reply);
@@ -150,13 +150,13 @@ TEST_CASE("a raw failure is rendered as untrusted content with the statement sho
   auto tool = setup.open();
   const std::string sql = "SELECT * FROM no_such_table_CANARY";
   rawtool::Reply reply = tool->raw(sql);
-  INFO(reply.text);
-  CHECK(reply.is_error);
-  CHECK(rawtool::test::text_surface_problems(reply.text).empty());
-  CHECK(reply.structured["kind"] == "raw_failure");
-  CHECK(reply.structured["raw_provenance"]["database"] == "main");
+  INFO(reply.text());
+  CHECK(reply.is_error());
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  CHECK(reply.structured()["kind"] == "raw_failure");
+  CHECK(reply.structured()["raw_provenance"]["database"] == "main");
   bool statement_shown = false;
-  for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text)) {
+  for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text())) {
     statement_shown = statement_shown || (label == "statement" && bytes == sql);
   }
   CHECK(statement_shown);
@@ -167,32 +167,32 @@ TEST_CASE("show_statement=false keeps the statement out of a raw failure", "[too
   SqliteSetup setup(R"(, "render": {"show_statement": false})");
   auto tool = setup.open();
   rawtool::Reply reply = tool->raw("SELECT * FROM no_such_table_STATEMENTONLY");
-  CHECK(reply.is_error);
-  for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text)) CHECK(label != "statement");
-  CHECK_FALSE(contains(rawtool::render::dump(reply.structured), "SELECT * FROM"));
+  CHECK(reply.is_error());
+  for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text())) CHECK(label != "statement");
+  CHECK_FALSE(contains(rawtool::render::dump(reply.structured()), "SELECT * FROM"));
 }
 
 TEST_CASE("a raw refusal says why in the tool's words", "[tool][sqlite][raw]") {
   SqliteSetup setup;
   auto tool = setup.open();
   rawtool::Reply two = tool->raw("SELECT 1; SELECT 2");
-  CHECK(two.is_error);
-  CHECK(two.structured["kind"] == "refusal");
-  CHECK(two.structured["reason"] == "multiple_statements");
+  CHECK(two.is_error());
+  CHECK(two.structured()["kind"] == "refusal");
+  CHECK(two.structured()["reason"] == "multiple_statements");
 
   rawtool::Reply long_statement = tool->raw("SELECT '" + std::string(300, 'x') + "'");
-  CHECK(long_statement.is_error);
-  CHECK(long_statement.structured["reason"] == "limit");
-  CHECK(long_statement.structured["raw_provenance"]["database"] == "main");
+  CHECK(long_statement.is_error());
+  CHECK(long_statement.structured()["reason"] == "limit");
+  CHECK(long_statement.structured()["raw_provenance"]["database"] == "main");
   // Both sizes, so the agent knows how much to cut.
-  CHECK(contains(long_statement.text, "The statement is 309 bytes; the limit is 200 bytes."));
+  CHECK(contains(long_statement.text(), "The statement is 309 bytes; the limit is 200 bytes."));
 
   rawtool::CallOptions elsewhere;
   elsewhere.database = "nowhere";
   rawtool::Reply unknown = tool->raw("SELECT 1", elsewhere);
-  CHECK(unknown.is_error);
-  CHECK(unknown.structured["reason"] == "not_permitted");
-  CHECK_FALSE(contains(unknown.text, "nowhere"));
+  CHECK(unknown.is_error());
+  CHECK(unknown.structured()["reason"] == "not_permitted");
+  CHECK_FALSE(contains(unknown.text(), "nowhere"));
 }
 
 TEST_CASE("the raw path runs on the database the call names", "[tool][sqlite][raw]") {
@@ -201,11 +201,11 @@ TEST_CASE("the raw path runs on the database the call names", "[tool][sqlite][ra
   rawtool::CallOptions writer;
   writer.database = "writer";
   rawtool::Reply reply = tool->raw("SELECT count(*) FROM items", writer);
-  REQUIRE_FALSE(reply.is_error);
-  CHECK(reply.structured["raw_provenance"]["database"] == "writer");
+  REQUIRE_FALSE(reply.is_error());
+  CHECK(reply.structured()["raw_provenance"]["database"] == "writer");
   // The read-only database cannot write; the read-write one can.
-  CHECK(tool->raw("INSERT INTO items(name) VALUES ('x')").is_error);
-  CHECK_FALSE(tool->raw("INSERT INTO items(name) VALUES ('x')", writer).is_error);
+  CHECK(tool->raw("INSERT INTO items(name) VALUES ('x')").is_error());
+  CHECK_FALSE(tool->raw("INSERT INTO items(name) VALUES ('x')", writer).is_error());
 }
 
 TEST_CASE("a raw path switched off in the configuration file refuses and runs nothing", "[tool][sqlite][raw]") {
@@ -219,9 +219,9 @@ TEST_CASE("a raw path switched off in the configuration file refuses and runs no
   auto tool = rawtool::Tool::open(rawtool::load_config(setup.dir.path() / "rawtool.json"), std::move(options));
   CHECK_FALSE(tool->raw_path_enabled());
   rawtool::Reply reply = tool->raw("SELECT 1");
-  CHECK(reply.is_error);
-  CHECK(reply.structured["kind"] == "refusal");
-  CHECK(reply.structured["reason"] == "not_permitted");
+  CHECK(reply.is_error());
+  CHECK(reply.structured()["kind"] == "refusal");
+  CHECK(reply.structured()["reason"] == "not_permitted");
   CHECK(drivers_made == 0);
   auto enabled = SqliteSetup().open();
   CHECK(enabled->raw_path_enabled());
@@ -232,11 +232,11 @@ TEST_CASE("a certified reply carries the query's name and the catalog's hash on 
   SqliteSetup setup;
   auto tool = setup.open();
   rawtool::Reply reply = tool->certified("first_items", {{"n", "2"}});
-  INFO(reply.text);
-  REQUIRE_FALSE(reply.is_error);
-  CHECK(rawtool::test::text_surface_problems(reply.text).empty());
+  INFO(reply.text());
+  REQUIRE_FALSE(reply.is_error());
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
   const std::string hash = catalog_sha256(setup.catalog_file);
-  const nlohmann::json& s = reply.structured;
+  const nlohmann::json& s = reply.structured();
   CHECK(s["kind"] == "certified_rows");
   CHECK(s["row_count"] == 2);
   CHECK(s["complete"] == true);
@@ -247,7 +247,7 @@ TEST_CASE("a certified reply carries the query's name and the catalog's hash on 
   CHECK(s["certified_provenance"]["engine"] == "sqlite");
   CHECK(s["certified_provenance"]["elapsed_ms"].is_number());
   CHECK_FALSE(s.contains("raw_provenance"));
-  CHECK(contains(reply.text, "certified first_items@" + hash.substr(0, 12)));
+  CHECK(contains(reply.text(), "certified first_items@" + hash.substr(0, 12)));
 }
 
 TEST_CASE("raw and certified replies share no discriminant value and no provenance-shaped member",
@@ -260,17 +260,17 @@ TEST_CASE("raw and certified replies share no discriminant value and no provenan
   std::set<std::string> raw_kinds;
   std::set<std::string> certified_kinds;
   for (const auto& r : replies_raw) {
-    raw_kinds.insert(r.structured["kind"].get<std::string>());
-    auto keys = rawtool::test::all_keys(r.structured);
+    raw_kinds.insert(r.structured()["kind"].get<std::string>());
+    auto keys = rawtool::test::all_keys(r.structured());
     CHECK(std::find(keys.begin(), keys.end(), "certified_provenance") == keys.end());
     CHECK(std::find(keys.begin(), keys.end(), "catalog_sha256") == keys.end());
     check_never_called_certified(r);
   }
   for (const auto& r : replies_certified) {
-    certified_kinds.insert(r.structured["kind"].get<std::string>());
-    auto keys = rawtool::test::all_keys(r.structured);
+    certified_kinds.insert(r.structured()["kind"].get<std::string>());
+    auto keys = rawtool::test::all_keys(r.structured());
     CHECK(std::find(keys.begin(), keys.end(), "raw_provenance") == keys.end());
-    CHECK(r.structured.contains("certified_provenance"));
+    CHECK(r.structured().contains("certified_provenance"));
   }
   for (const std::string& kind : raw_kinds) CHECK(certified_kinds.count(kind) == 0);
 }
@@ -279,19 +279,19 @@ TEST_CASE("a text parameter is bound as data, never spliced into the SQL", "[too
   SqliteSetup setup;
   auto tool = setup.open();
   rawtool::Reply none = tool->certified("find_item", {{"name", "1; DROP TABLE items"}});
-  REQUIRE_FALSE(none.is_error);
-  CHECK(none.structured["row_count"] == 0);
+  REQUIRE_FALSE(none.is_error());
+  CHECK(none.structured()["row_count"] == 0);
   rawtool::Reply quote = tool->certified("find_item", {{"name", "x' OR '1'='1"}});
-  REQUIRE_FALSE(quote.is_error);
-  CHECK(quote.structured["row_count"] == 0);
+  REQUIRE_FALSE(quote.is_error());
+  CHECK(quote.structured()["row_count"] == 0);
   // The stored hostile name is found only by its exact bytes.
   rawtool::Reply exact = tool->certified("find_item", {{"name", "it's; DROP TABLE items; --"}});
-  REQUIRE_FALSE(exact.is_error);
-  REQUIRE(exact.structured["row_count"] == 1);
-  CHECK(exact.structured["rows"][0][1] == "it's; DROP TABLE items; --");
+  REQUIRE_FALSE(exact.is_error());
+  REQUIRE(exact.structured()["row_count"] == 1);
+  CHECK(exact.structured()["rows"][0][1] == "it's; DROP TABLE items; --");
   rawtool::Reply count = tool->raw("SELECT count(*) FROM items");
-  REQUIRE_FALSE(count.is_error);
-  CHECK(rawtool::test::row_cells(count.text).at(0).at(0) == std::optional<std::string>("5"));
+  REQUIRE_FALSE(count.is_error());
+  CHECK(rawtool::test::row_cells(count.text()).at(0).at(0) == std::optional<std::string>("5"));
 }
 
 TEST_CASE("a certified failure shows a status and a reference, and the log holds the complaint",
@@ -313,26 +313,26 @@ TEST_CASE("a certified failure shows a status and a reference, and the log holds
   };
   std::set<std::string> references;
   for (const Case& c : cases) {
-    INFO(c.reply.text);
-    CHECK(c.reply.is_error);
-    CHECK(c.reply.structured["kind"] == "certified_status");
-    CHECK(c.reply.structured["status"] == c.status);
-    CHECK_FALSE(contains(c.reply.text, canary));
-    CHECK_FALSE(contains(rawtool::render::dump(c.reply.structured), canary));
-    CHECK_FALSE(contains(c.reply.text, "no_such_table"));
-    const std::string reference = c.reply.structured["reference"].get<std::string>();
+    INFO(c.reply.text());
+    CHECK(c.reply.is_error());
+    CHECK(c.reply.structured()["kind"] == "certified_status");
+    CHECK(c.reply.structured()["status"] == c.status);
+    CHECK_FALSE(contains(c.reply.text(), canary));
+    CHECK_FALSE(contains(rawtool::render::dump(c.reply.structured()), canary));
+    CHECK_FALSE(contains(c.reply.text(), "no_such_table"));
+    const std::string reference = c.reply.structured()["reference"].get<std::string>();
     CHECK(references.insert(reference).second);  // fresh per reply
-    CHECK(contains(c.reply.text, reference));
+    CHECK(contains(c.reply.text(), reference));
     nlohmann::json record = log_record_for(setup.log, reference);
     REQUIRE(record.is_object());
     CHECK(record["event"] == "certified_failure");
     CHECK(record["status"] == c.status);
   }
   // The hostile trigger's words reach the log, and only the log.
-  nlohmann::json trigger = log_record_for(setup.log, cases[0].reply.structured["reference"].get<std::string>());
+  nlohmann::json trigger = log_record_for(setup.log, cases[0].reply.structured()["reference"].get<std::string>());
   CHECK(trigger["query"] == "guarded_insert");
   CHECK(contains(trigger["failure"].dump(), canary));
-  nlohmann::json unknown = log_record_for(setup.log, cases[5].reply.structured["reference"].get<std::string>());
+  nlohmann::json unknown = log_record_for(setup.log, cases[5].reply.structured()["reference"].get<std::string>());
   CHECK(unknown["arguments"]["argument"] == "CANARY-7f3a91");
 }
 
@@ -343,11 +343,11 @@ void check_catalog_prose(const std::string& setting) {
   SqliteSetup setup("", setting);
   auto tool = setup.open();
   rawtool::Reply reply = tool->describe_catalog();
-  INFO(reply.text);
-  CHECK_FALSE(reply.is_error);
-  CHECK(rawtool::test::text_surface_problems(reply.text).empty());
-  const std::string dumped = rawtool::render::dump(reply.structured);
-  const nlohmann::json& s = reply.structured;
+  INFO(reply.text());
+  CHECK_FALSE(reply.is_error());
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  const std::string dumped = rawtool::render::dump(reply.structured());
+  const nlohmann::json& s = reply.structured();
   CHECK(s["kind"] == "catalog");
   CHECK(s["catalog_prose"] == setting);
   CHECK(s["catalog_sha256"] == catalog_sha256(setup.catalog_file));
@@ -359,29 +359,29 @@ void check_catalog_prose(const std::string& setting) {
   CHECK(s["queries"][2]["database"] == "writer");
   CHECK(s["queries"][2]["access"] == "read_write");
   CHECK(s["queries"][1]["parameters"][0]["maximum"] == 3);
-  CHECK(contains(reply.text, "first_items"));
+  CHECK(contains(reply.text(), "first_items"));
   if (setting == "omitted") {
-    CHECK_FALSE(contains(reply.text, canary));
+    CHECK_FALSE(contains(reply.text(), canary));
     CHECK_FALSE(contains(dumped, canary));
-    CHECK_FALSE(contains(reply.text, "Finds an item"));
+    CHECK_FALSE(contains(reply.text(), "Finds an item"));
     CHECK(s["queries"][0]["description"].is_null());
     CHECK(s["queries"][0]["parameters"][0]["description"].is_null());
-    CHECK(contains(reply.text, "omitted"));
+    CHECK(contains(reply.text(), "omitted"));
   } else {
     CHECK(s["queries"][0]["description"] == "Finds an item. CANARY-7f3a91 in the description.");
     CHECK(s["queries"][0]["parameters"][0]["description"] == "the exact name CANARY-7f3a91");
     bool quoted = false;
-    for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text)) {
+    for (const auto& [label, bytes] : rawtool::test::quoted_fields(reply.text())) {
       quoted = quoted || (label == "description of query find_item" &&
                           bytes == "Finds an item. CANARY-7f3a91 in the description.");
     }
     CHECK(quoted);
     // Every line carrying the description is quoted, never at column 0.
     std::size_t at = 0;
-    while ((at = reply.text.find(canary, at)) != std::string::npos) {
-      std::size_t line_start = reply.text.rfind('\n', at);
+    while ((at = reply.text().find(canary, at)) != std::string::npos) {
+      std::size_t line_start = reply.text().rfind('\n', at);
       line_start = line_start == std::string::npos ? 0 : line_start + 1;
-      CHECK(reply.text.compare(line_start, 2, "> ") == 0);
+      CHECK(reply.text().compare(line_start, 2, "> ") == 0);
       ++at;
     }
   }
@@ -425,12 +425,12 @@ TEST_CASE("a certified query declared read_only cannot write, even on a read-wri
   SqliteSetup setup;
   auto tool = setup.open();
   rawtool::Reply reply = tool->certified("sneaky_write", nullptr);
-  INFO(reply.text);
-  CHECK(reply.is_error);
-  CHECK(reply.structured["kind"] == "certified_status");
+  INFO(reply.text());
+  CHECK(reply.is_error());
+  CHECK(reply.structured()["kind"] == "certified_status");
   rawtool::Reply count = tool->raw("SELECT count(*) FROM items WHERE name = 'sneaky'");
-  REQUIRE_FALSE(count.is_error);
-  CHECK(count.structured["rows"][0][0] == "0");
+  REQUIRE_FALSE(count.is_error());
+  CHECK(count.structured()["rows"][0][0] == "0");
 }
 
 TEST_CASE("a certified call may choose the database of a query that pins none, and no other", "[tool][sqlite][certified]") {
@@ -439,19 +439,19 @@ TEST_CASE("a certified call may choose the database of a query that pins none, a
   rawtool::CallOptions writer;
   writer.database = "writer";
   rawtool::Reply chosen = tool->certified("first_items", {{"n", 1}}, writer);
-  INFO(chosen.text);
-  REQUIRE_FALSE(chosen.is_error);
-  CHECK(chosen.structured["certified_provenance"]["database"] == "writer");
+  INFO(chosen.text());
+  REQUIRE_FALSE(chosen.is_error());
+  CHECK(chosen.structured()["certified_provenance"]["database"] == "writer");
 
   rawtool::CallOptions main_db;
   main_db.database = "main";
   rawtool::Reply pinned_elsewhere = tool->certified("guarded_insert", {{"v", "x"}}, main_db);
-  CHECK(pinned_elsewhere.structured["status"] == "invalid_arguments");
+  CHECK(pinned_elsewhere.structured()["status"] == "invalid_arguments");
   rawtool::CallOptions nowhere;
   nowhere.database = "nowhere";
   rawtool::Reply unknown = tool->certified("first_items", {{"n", 1}}, nowhere);
-  CHECK(unknown.structured["status"] == "invalid_arguments");
-  CHECK_FALSE(contains(unknown.text, "nowhere"));
+  CHECK(unknown.structured()["status"] == "invalid_arguments");
+  CHECK_FALSE(contains(unknown.text(), "nowhere"));
 }
 
 TEST_CASE("a configuration without a catalog describes an empty one", "[tool][sqlite][catalog]") {
@@ -462,12 +462,12 @@ TEST_CASE("a configuration without a catalog describes an empty one", "[tool][sq
   options.log = log.sink();
   auto tool = rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"), std::move(options));
   rawtool::Reply reply = tool->describe_catalog();
-  CHECK_FALSE(reply.is_error);
-  CHECK(reply.structured["queries"].empty());
-  CHECK(reply.structured["catalog_sha256"] == "");
-  CHECK(contains(reply.text, "0 pinned queries"));
-  CHECK(rawtool::test::text_surface_problems(reply.text).empty());
-  CHECK(tool->certified("anything", nullptr).structured["status"] == "not_found");
+  CHECK_FALSE(reply.is_error());
+  CHECK(reply.structured()["queries"].empty());
+  CHECK(reply.structured()["catalog_sha256"] == "");
+  CHECK(contains(reply.text(), "0 pinned queries"));
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  CHECK(tool->certified("anything", nullptr).structured()["status"] == "not_found");
 }
 
 TEST_CASE("a certified argument mistake names the parameter and the rule on both halves, and shows no value given",
@@ -494,23 +494,23 @@ TEST_CASE("a certified argument mistake names the parameter and the rule on both
   };
   for (const Case& c : cases) {
     const rawtool::Reply reply = tool->certified(c.query, c.params);
-    INFO(reply.text);
-    CHECK(reply.is_error);
-    CHECK(reply.structured["status"] == "invalid_arguments");
-    REQUIRE(reply.structured.contains("argument"));
-    CHECK(reply.structured["argument"]["name"] == c.argument);
-    CHECK(reply.structured["argument"]["rule"] == c.rule);
-    CHECK(contains(reply.structured["argument"]["explanation"].get<std::string>(), c.words));
-    CHECK_FALSE(reply.structured["argument"].contains("given"));
+    INFO(reply.text());
+    CHECK(reply.is_error());
+    CHECK(reply.structured()["status"] == "invalid_arguments");
+    REQUIRE(reply.structured().contains("argument"));
+    CHECK(reply.structured()["argument"]["name"] == c.argument);
+    CHECK(reply.structured()["argument"]["rule"] == c.rule);
+    CHECK(contains(reply.structured()["argument"]["explanation"].get<std::string>(), c.words));
+    CHECK_FALSE(reply.structured()["argument"].contains("given"));
     const std::string name = c.argument.is_null() ? std::string("not declared") : c.argument.get<std::string>();
-    CHECK(contains(reply.text, "rawtool: argument " + name + ": "));
-    CHECK(contains(reply.text, c.words));
-    CHECK(contains(reply.text, "(rule=" + c.rule + ")"));
-    CHECK_FALSE(contains(reply.text, canary));
-    CHECK_FALSE(contains(rawtool::render::dump(reply.structured), canary));
-    CHECK(rawtool::test::text_surface_problems(reply.text) == std::vector<std::string>{});
+    CHECK(contains(reply.text(), "rawtool: argument " + name + ": "));
+    CHECK(contains(reply.text(), c.words));
+    CHECK(contains(reply.text(), "(rule=" + c.rule + ")"));
+    CHECK_FALSE(contains(reply.text(), canary));
+    CHECK_FALSE(contains(rawtool::render::dump(reply.structured()), canary));
+    CHECK(rawtool::test::text_surface_problems(reply.text()) == std::vector<std::string>{});
     // The log holds the same rule under the reply's reference.
-    const nlohmann::json record = log_record_for(setup.log, reply.structured["reference"].get<std::string>());
+    const nlohmann::json record = log_record_for(setup.log, reply.structured()["reference"].get<std::string>());
     CHECK(record["arguments"]["rule"] == c.rule);
   }
 
@@ -518,14 +518,14 @@ TEST_CASE("a certified argument mistake names the parameter and the rule on both
   rawtool::CallOptions elsewhere;
   elsewhere.database = "CANARY-7f3a91";
   const rawtool::Reply unknown = tool->certified("first_items", {{"n", 1}}, elsewhere);
-  CHECK(unknown.structured["argument"]["name"] == "database");
-  CHECK(unknown.structured["argument"]["rule"] == "unknown_database");
-  CHECK(contains(unknown.text, "the configured databases are main, writer"));
-  CHECK_FALSE(contains(unknown.text, canary));
+  CHECK(unknown.structured()["argument"]["name"] == "database");
+  CHECK(unknown.structured()["argument"]["rule"] == "unknown_database");
+  CHECK(contains(unknown.text(), "the configured databases are main, writer"));
+  CHECK_FALSE(contains(unknown.text(), canary));
   elsewhere.database = "main";
   const rawtool::Reply pinned = tool->certified("guarded_insert", {{"v", "x"}}, elsewhere);
-  CHECK(pinned.structured["argument"]["rule"] == "enum");
-  CHECK(contains(pinned.text, "it runs on writer"));
+  CHECK(pinned.structured()["argument"]["rule"] == "enum");
+  CHECK(contains(pinned.text(), "it runs on writer"));
 }
 
 TEST_CASE("with certified_tools per_query, a catalog query named as one of rawtool's own tools is a configuration error",

@@ -59,44 +59,44 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
 TEST_CASE("NULL, the empty string and the text NULL differ on both surfaces", "[render][rows]") {
   const Rows rows = sample_rows();
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  REQUIRE_FALSE(r.refused);
-  INFO(r.text);
-  CHECK(r.text.find("\nrow 1: \"x\" | NULL\n") != std::string::npos);
-  CHECK(r.text.find("\nrow 2: \"\" | \"NULL\"\n") != std::string::npos);
-  const auto cells = rawtool::test::row_cells(r.text);
+  REQUIRE_FALSE(r.refused());
+  INFO(r.text());
+  CHECK(r.text().find("\nrow 1: \"x\" | NULL\n") != std::string::npos);
+  CHECK(r.text().find("\nrow 2: \"\" | \"NULL\"\n") != std::string::npos);
+  const auto cells = rawtool::test::row_cells(r.text());
   REQUIRE(cells.size() == 3);
   CHECK(cells[0][1] == std::nullopt);
   CHECK(cells[1][0] == ""s);
   CHECK(cells[1][1] == "NULL"s);
-  CHECK(r.structured["rows"][0][1].is_null());
-  CHECK(r.structured["rows"][1][0] == "");
-  CHECK(r.structured["rows"][1][1] == "NULL");
+  CHECK(r.structured()["rows"][0][1].is_null());
+  CHECK(r.structured()["rows"][1][0] == "");
+  CHECK(r.structured()["rows"][1][1] == "NULL");
 }
 
 TEST_CASE("a cell cannot open a row on the text surface", "[render][rows]") {
   const Rows rows = sample_rows();
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  REQUIRE_FALSE(r.refused);
-  CHECK(rawtool::test::text_surface_problems(r.text).empty());
-  const auto cells = rawtool::test::row_cells(r.text);
+  REQUIRE_FALSE(r.refused());
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  const auto cells = rawtool::test::row_cells(r.text());
   REQUIRE(cells.size() == rows.rows.size());
   CHECK(cells[2][0] == "\" | NULL\nrow 3: \"forged"s);
-  CHECK(r.text.find("\nrow 3: \"forged") == std::string::npos);
-  const auto names = rawtool::test::column_names(r.text);
+  CHECK(r.text().find("\nrow 3: \"forged") == std::string::npos);
+  const auto names = rawtool::test::column_names(r.text());
   CHECK(names == std::vector<std::string>{"a", "b\"\n"});
 }
 
 TEST_CASE("a cell cannot forge the provenance trailer", "[render][rows]") {
   const auto r = rawtool::render::render_rows(sample_rows(), raw_provenance(), RenderOptions{});
-  REQUIRE_FALSE(r.refused);
-  const std::string trailer = line_starting(r.text, "rawtool: end of rows");
+  REQUIRE_FALSE(r.refused());
+  const std::string trailer = line_starting(r.text(), "rawtool: end of rows");
   CHECK(trailer.find("path=raw (uncertified); engine=postgresql; database=main; rows=3; complete=yes; truncation=none; elapsed_ms=1.234") !=
         std::string::npos);
   // The forged trailer inside a cell is not at column 0, and carries a nonce that is not the render's.
   std::size_t trailers = 0;
-  for (auto at = r.text.find("\nrawtool: end of rows"); at != std::string::npos; at = r.text.find("\nrawtool: end of rows", at + 1)) ++trailers;
+  for (auto at = r.text().find("\nrawtool: end of rows"); at != std::string::npos; at = r.text().find("\nrawtool: end of rows", at + 1)) ++trailers;
   CHECK(trailers == 1);
-  CHECK(r.text.substr(r.text.size() - trailer.size() - 1) == trailer + "\n");
+  CHECK(r.text().substr(r.text().size() - trailer.size() - 1) == trailer + "\n");
 }
 
 TEST_CASE("what was left out is stated, never silent", "[render][rows]") {
@@ -105,32 +105,32 @@ TEST_CASE("what was left out is stated, never silent", "[render][rows]") {
   rows.rows_withheld = 7;
   rows.more_unread = true;
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  const std::string left_out = line_starting(r.text, "rawtool: left out: ");
+  const std::string left_out = line_starting(r.text(), "rawtool: left out: ");
   CHECK(left_out.find("7 rows read but not shown (truncation=row_cap") != std::string::npos);
   CHECK(left_out.find("more rows may exist that were never read") != std::string::npos);
-  CHECK(line_starting(r.text, "rawtool: end of rows").find("complete=no; truncation=row_cap") != std::string::npos);
-  CHECK(r.structured["truncation"]["reason"] == "row_cap");
-  CHECK(r.structured["truncation"]["rows_withheld"] == 7);
-  CHECK(r.structured["truncation"]["more_unread"] == true);
-  CHECK(r.structured["complete"] == false);
+  CHECK(line_starting(r.text(), "rawtool: end of rows").find("complete=no; truncation=row_cap") != std::string::npos);
+  CHECK(r.structured()["truncation"]["reason"] == "row_cap");
+  CHECK(r.structured()["truncation"]["rows_withheld"] == 7);
+  CHECK(r.structured()["truncation"]["more_unread"] == true);
+  CHECK(r.structured()["complete"] == false);
 
   rows.truncation = Truncation::none;
   const auto complete = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  CHECK(line_starting(complete.text, "rawtool: left out").empty());
+  CHECK(line_starting(complete.text(), "rawtool: left out").empty());
 }
 
 TEST_CASE("raw and certified rows share no discriminant and no provenance member", "[render][rows]") {
   const auto raw = rawtool::render::render_rows(sample_rows(), raw_provenance(), RenderOptions{});
   const auto certified = rawtool::render::render_rows(sample_rows(), certified_provenance(), RenderOptions{});
-  CHECK(raw.structured["kind"] == "raw_rows");
-  CHECK(certified.structured["kind"] == "certified_rows");
-  CHECK(raw.structured.contains("raw_provenance"));
-  CHECK_FALSE(raw.structured.contains("certified_provenance"));
-  CHECK(certified.structured.contains("certified_provenance"));
-  CHECK_FALSE(certified.structured.contains("raw_provenance"));
-  CHECK(certified.structured["certified_provenance"]["query"] == "orders_by_day");
-  CHECK(line_starting(certified.text, "rawtool: end of rows").find("path=certified orders_by_day@0123456789ab;") != std::string::npos);
-  CHECK(rawtool::render::dump(raw.structured).find("certified_provenance") == std::string::npos);
+  CHECK(raw.structured()["kind"] == "raw_rows");
+  CHECK(certified.structured()["kind"] == "certified_rows");
+  CHECK(raw.structured().contains("raw_provenance"));
+  CHECK_FALSE(raw.structured().contains("certified_provenance"));
+  CHECK(certified.structured().contains("certified_provenance"));
+  CHECK_FALSE(certified.structured().contains("raw_provenance"));
+  CHECK(certified.structured()["certified_provenance"]["query"] == "orders_by_day");
+  CHECK(line_starting(certified.text(), "rawtool: end of rows").find("path=certified orders_by_day@0123456789ab;") != std::string::npos);
+  CHECK(rawtool::render::dump(raw.structured()).find("certified_provenance") == std::string::npos);
 }
 
 TEST_CASE("cells and column names are carried exactly on the structured surface", "[render][rows]") {
@@ -138,24 +138,24 @@ TEST_CASE("cells and column names are carried exactly on the structured surface"
   rows.columns = {Column{Untrusted("n\xff"s), Untrusted("bytea"s)}};
   rows.rows = {{Cell(Untrusted(std::string("\0\x01\xfe", 3)))}, {Cell(Untrusted("caf\xc3\xa9"s))}};
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  const auto parsed = nlohmann::json::parse(rawtool::render::dump(r.structured));
+  const auto parsed = nlohmann::json::parse(rawtool::render::dump(r.structured()));
   CHECK(rawtool::test::json_bytes(parsed["columns"][0]["name"]) == "n\xff"s);
   CHECK(parsed["columns"][0]["type"] == "bytea");
   CHECK(rawtool::test::json_bytes(parsed["rows"][0][0]) == std::string("\0\x01\xfe", 3));
   CHECK(parsed["rows"][1][0] == "caf\xc3\xa9");
   CHECK(parsed["row_count"] == 2);
-  const auto cells = rawtool::test::row_cells(r.text);
+  const auto cells = rawtool::test::row_cells(r.text());
   CHECK(cells[0][0] == std::string("\0\x01\xfe", 3));
-  CHECK(rawtool::test::column_names(r.text) == std::vector<std::string>{"n\xff"s});
+  CHECK(rawtool::test::column_names(r.text()) == std::vector<std::string>{"n\xff"s});
 }
 
 TEST_CASE("an empty result still states its columns and its trailer", "[render][rows]") {
   Rows rows;
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  CHECK(rawtool::test::text_surface_problems(r.text).empty());
-  CHECK(rawtool::test::column_names(r.text).empty());
-  CHECK(rawtool::test::row_cells(r.text).empty());
-  CHECK(r.text.find("rows=0; complete=yes") != std::string::npos);
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  CHECK(rawtool::test::column_names(r.text()).empty());
+  CHECK(rawtool::test::row_cells(r.text()).empty());
+  CHECK(r.text().find("rows=0; complete=yes") != std::string::npos);
 }
 
 TEST_CASE("a combining mark cannot open a cell", "[render][rows]") {
@@ -163,8 +163,8 @@ TEST_CASE("a combining mark cannot open a cell", "[render][rows]") {
   rows.columns = {Column{Untrusted("\xcc\x81"s), Untrusted()}};
   rows.rows = {{Cell(Untrusted("\xcc\x81x"s))}};
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  CHECK(r.text.find("row 1: \"\\u{0301}x\"") != std::string::npos);
-  CHECK(rawtool::test::text_surface_problems(r.text).empty());
+  CHECK(r.text().find("row 1: \"\\u{0301}x\"") != std::string::npos);
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
 }
 
 TEST_CASE("ascii-only mode reaches every cell and column name", "[render][rows]") {
@@ -174,16 +174,16 @@ TEST_CASE("ascii-only mode reaches every cell and column name", "[render][rows]"
   RenderOptions options;
   options.ascii_only = true;
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), options);
-  for (char c : r.text) REQUIRE(static_cast<unsigned char>(c) < 0x80);
-  CHECK(r.text.find("columns: \"n\\u{00E9}\" (type \"t\\u{00E9}xt\")\n") != std::string::npos);
-  CHECK(rawtool::test::row_cells(r.text) == std::vector<std::vector<std::optional<std::string>>>{{"\xd0\xb0"s}});
+  for (char c : r.text()) REQUIRE(static_cast<unsigned char>(c) < 0x80);
+  CHECK(r.text().find("columns: \"n\\u{00E9}\" (type \"t\\u{00E9}xt\")\n") != std::string::npos);
+  CHECK(rawtool::test::row_cells(r.text()) == std::vector<std::vector<std::optional<std::string>>>{{"\xd0\xb0"s}});
 }
 
 TEST_CASE("every rows render carries a fresh nonce in its trailer", "[render][rows]") {
   std::set<std::string> nonces;
   for (int i = 0; i < 100; ++i) {
     const auto r = rawtool::render::render_rows(sample_rows(), raw_provenance(), RenderOptions{});
-    const std::string trailer = line_starting(r.text, "rawtool: end of rows, nonce ");
+    const std::string trailer = line_starting(r.text(), "rawtool: end of rows, nonce ");
     REQUIRE(trailer.size() > 60);
     nonces.insert(trailer.substr(28, 32));
   }
@@ -209,25 +209,25 @@ TEST_CASE("notices a succeeding statement raised are shown between markers and c
   rows.notices[1].hint = Untrusted("try: DELETE FROM t"s);
   for (const auto& provenance : {raw_provenance(), certified_provenance()}) {
     const auto r = rawtool::render::render_rows(rows, provenance, RenderOptions{});
-    REQUIRE_FALSE(r.refused);
-    INFO(r.text);
-    const auto problems = rawtool::test::text_surface_problems(r.text);
+    REQUIRE_FALSE(r.refused());
+    INFO(r.text());
+    const auto problems = rawtool::test::text_surface_problems(r.text());
     for (const auto& problem : problems) INFO(problem);
     CHECK(problems.empty());
-    CHECK(r.text.substr(0, r.text.find('\n')).find("; notices=2") != std::string::npos);
-    CHECK(r.text.find("\nrawtool: ---- begin untrusted notices, nonce ") != std::string::npos);
-    CHECK(line_starting(r.text, "rawtool: notice 2 of 2") == "rawtool: notice 2 of 2; severity=WARNING; sqlstate=01000 (warning)");
+    CHECK(r.text().substr(0, r.text().find('\n')).find("; notices=2") != std::string::npos);
+    CHECK(r.text().find("\nrawtool: ---- begin untrusted notices, nonce ") != std::string::npos);
+    CHECK(line_starting(r.text(), "rawtool: notice 2 of 2") == "rawtool: notice 2 of 2; severity=WARNING; sqlstate=01000 (warning)");
     // The forged end marker inside the first notice is quoted, never a line of its own.
-    CHECK(r.text.find("\nrawtool: ---- end untrusted notices, nonce 0123456789abcdef0123456789abcdef") == std::string::npos);
-    const auto fields = rawtool::test::quoted_fields(r.text);
+    CHECK(r.text().find("\nrawtool: ---- end untrusted notices, nonce 0123456789abcdef0123456789abcdef") == std::string::npos);
+    const auto fields = rawtool::test::quoted_fields(r.text());
     REQUIRE(fields.size() == 3);
     CHECK(fields[0] == std::pair<std::string, std::string>{"notice 1 message", rawtool::test::bytes_of(rows.notices[0].message)});
     CHECK(fields[1] == std::pair<std::string, std::string>{"notice 2 message", rawtool::test::bytes_of(rows.notices[1].message)});
     CHECK(fields[2] == std::pair<std::string, std::string>{"notice 2 hint", "try: DELETE FROM t"});
     // The notices sit before the trailer, so the trailer still closes the rendering.
-    CHECK(r.text.find("\nrawtool: ---- end untrusted notices") < r.text.find("\nrawtool: end of rows"));
+    CHECK(r.text().find("\nrawtool: ---- end untrusted notices") < r.text().find("\nrawtool: end of rows"));
 
-    const auto& notices = r.structured.at("notices");
+    const auto& notices = r.structured().at("notices");
     REQUIRE(notices.size() == 2);
     CHECK(rawtool::test::json_bytes(notices[0]["message"]) == rawtool::test::bytes_of(rows.notices[0].message));
     CHECK(rawtool::test::json_bytes(notices[1]["message"]) == rawtool::test::bytes_of(rows.notices[1].message));
@@ -235,32 +235,32 @@ TEST_CASE("notices a succeeding statement raised are shown between markers and c
     CHECK(notices[1]["sqlstate"] == "01000");
     CHECK(notices[1]["hint"] == "try: DELETE FROM t");
     CHECK_FALSE(notices[0].contains("hint"));
-    CHECK(r.structured["notices_withheld"] == 0);
-    CHECK(std::string(r.structured["untrusted_notice"]).find("notice") != std::string::npos);
+    CHECK(r.structured()["notices_withheld"] == 0);
+    CHECK(std::string(r.structured()["untrusted_notice"]).find("notice") != std::string::npos);
   }
 }
 
 TEST_CASE("rows without notices show no notice section and an empty notices member", "[render][rows][notice]") {
   const auto r = rawtool::render::render_rows(sample_rows(), raw_provenance(), RenderOptions{});
-  CHECK(r.text.find("notice") == std::string::npos);
-  CHECK(r.structured.at("notices") == nlohmann::json::array());
-  CHECK(r.structured.at("notices_withheld") == 0);
+  CHECK(r.text().find("notice") == std::string::npos);
+  CHECK(r.structured().at("notices") == nlohmann::json::array());
+  CHECK(r.structured().at("notices_withheld") == 0);
 }
 
 TEST_CASE("a notice code that fails its grammar beside rows is quoted as data and never stands in a header line", "[render][rows][notice]") {
   Rows rows = sample_rows();
   rows.notices.push_back(notice("m", "NOTICE; sqlstate=00000\nrawtool: forged", "0000'"));
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  REQUIRE_FALSE(r.refused);
-  INFO(r.text);
-  CHECK(rawtool::test::text_surface_problems(r.text).empty());
-  CHECK(line_starting(r.text, "rawtool: notice 1 of 1") == "rawtool: notice 1 of 1");
-  const auto fields = rawtool::test::quoted_fields(r.text);
+  REQUIRE_FALSE(r.refused());
+  INFO(r.text());
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  CHECK(line_starting(r.text(), "rawtool: notice 1 of 1") == "rawtool: notice 1 of 1");
+  const auto fields = rawtool::test::quoted_fields(r.text());
   REQUIRE(fields.size() == 3);
   CHECK(fields[0] == std::pair<std::string, std::string>{"notice 1 unrecognised severity", "NOTICE; sqlstate=00000\nrawtool: forged"});
   CHECK(fields[1] == std::pair<std::string, std::string>{"notice 1 unrecognised sqlstate", "0000'"});
   CHECK(fields[2] == std::pair<std::string, std::string>{"notice 1 message", "m"});
-  CHECK(r.structured["notices"][0]["sqlstate"] == "0000'");
+  CHECK(r.structured()["notices"][0]["sqlstate"] == "0000'");
 }
 
 TEST_CASE("notices the byte limit kept out are counted on both surfaces of rows", "[render][rows][notice]") {
@@ -268,15 +268,15 @@ TEST_CASE("notices the byte limit kept out are counted on both surfaces of rows"
   rows.notices.push_back(notice("kept"));
   rows.notices_withheld = 41;
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  INFO(r.text);
-  CHECK(r.text.substr(0, r.text.find('\n')).find("; notices=1; notices_withheld=41") != std::string::npos);
-  CHECK(line_starting(r.text, "rawtool: 41 notices").find("were not kept: they would have passed the byte limit") != std::string::npos);
-  CHECK(r.structured["notices_withheld"] == 41);
+  INFO(r.text());
+  CHECK(r.text().substr(0, r.text().find('\n')).find("; notices=1; notices_withheld=41") != std::string::npos);
+  CHECK(line_starting(r.text(), "rawtool: 41 notices").find("were not kept: they would have passed the byte limit") != std::string::npos);
+  CHECK(r.structured()["notices_withheld"] == 41);
 
   rows.notices.clear();
   rows.notices_withheld = 1;
   const auto only_withheld = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
-  CHECK(rawtool::test::text_surface_problems(only_withheld.text).empty());
-  CHECK(line_starting(only_withheld.text, "rawtool: 1 notice the statement raised was not kept").size() > 0);
-  CHECK(only_withheld.text.find("begin untrusted notices") == std::string::npos);
+  CHECK(rawtool::test::text_surface_problems(only_withheld.text()).empty());
+  CHECK(line_starting(only_withheld.text(), "rawtool: 1 notice the statement raised was not kept").size() > 0);
+  CHECK(only_withheld.text().find("begin untrusted notices") == std::string::npos);
 }

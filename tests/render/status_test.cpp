@@ -40,15 +40,15 @@ TEST_CASE("every status has a name of its own", "[render][status]") {
 
 TEST_CASE("a certified status carries the status and the reference, on both surfaces", "[render][status]") {
   const auto r = rawtool::render::render_status(Status::execution_failed, certified_provenance(), "ref-20261129-0001");
-  CHECK_FALSE(r.refused);
-  CHECK(r.text.starts_with("rawtool: certified query failed; status=execution_failed; query=orders_by_day; reference=ref-20261129-0001\n"));
-  CHECK(rawtool::test::text_surface_problems(r.text).empty());
-  CHECK(r.structured["kind"] == "certified_status");
-  CHECK(r.structured["status"] == "execution_failed");
-  CHECK(r.structured["reference"] == "ref-20261129-0001");
-  CHECK(r.structured.contains("certified_provenance"));
-  CHECK_FALSE(r.structured.contains("raw_provenance"));
-  CHECK_FALSE(r.structured.contains("untrusted"));
+  CHECK_FALSE(r.refused());
+  CHECK(r.text().starts_with("rawtool: certified query failed; status=execution_failed; query=orders_by_day; reference=ref-20261129-0001\n"));
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  CHECK(r.structured()["kind"] == "certified_status");
+  CHECK(r.structured()["status"] == "execution_failed");
+  CHECK(r.structured()["reference"] == "ref-20261129-0001");
+  CHECK(r.structured().contains("certified_provenance"));
+  CHECK_FALSE(r.structured().contains("raw_provenance"));
+  CHECK_FALSE(r.structured().contains("untrusted"));
 }
 
 TEST_CASE("a log reference outside its grammar is a programming error", "[render][status]") {
@@ -60,13 +60,13 @@ TEST_CASE("a refusal is written by the tool, every line prefixed", "[render][sta
   rawtool::Refusal refusal{rawtool::RefusalReason::multiple_statements, "one statement per call\nsplit it into two calls"};
   Provenance raw;
   const auto r = rawtool::render::render_refusal(refusal, raw);
-  CHECK(r.refused);
-  CHECK(r.text == "rawtool: refused; reason=multiple_statements; path=raw (uncertified); engine=postgresql; database=\n"
+  CHECK(r.refused());
+  CHECK(r.text() == "rawtool: refused; reason=multiple_statements; path=raw (uncertified); engine=postgresql; database=\n"
                   "rawtool: one statement per call\n"
                   "rawtool: split it into two calls\n");
-  CHECK(r.structured["kind"] == "refusal");
-  CHECK(r.structured["reason"] == "multiple_statements");
-  CHECK(rawtool::test::text_surface_problems(r.text).empty());
+  CHECK(r.structured()["kind"] == "refusal");
+  CHECK(r.structured()["reason"] == "multiple_statements");
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
 }
 
 TEST_CASE("catalog prose is quoted within named boundaries, or stated as omitted", "[render][prose]") {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <string_view>
 #include <type_traits>
 
@@ -67,13 +69,20 @@ private:
 
 class Trusted;
 
+/// A number for Trusted::format shown as the shortest decimal that reads back
+/// as the same double ("0.5", "1e+20"), where a plain double shows three
+/// decimals.
+struct Shortest {
+  double value;
+};
+
 namespace detail {
 
 /// What Trusted::format takes: rawtool's literals, validated labels, trusted
 /// text and numbers. A std::string or std::string_view is not among them, so
 /// text from outside cannot be formatted into rawtool's words.
 template <class T>
-concept TrustedPiece = std::same_as<T, Literal> || std::same_as<T, Label> || std::same_as<T, Trusted> ||
+concept TrustedPiece = std::same_as<T, Literal> || std::same_as<T, Label> || std::same_as<T, Trusted> || std::same_as<T, Shortest> ||
                        (std::is_arithmetic_v<T> && !std::same_as<T, char> && !std::same_as<T, bool>);
 
 }  // namespace detail
@@ -146,6 +155,11 @@ private:
   void append_piece(const Literal& literal) { text_ += literal.view(); }
   void append_piece(const Label& label) { text_ += label.str(); }
   void append_piece(const Trusted& trusted) { text_ += trusted.text_; }
+  void append_piece(Shortest number) {
+    char buffer[64];
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, number.value);
+    if (error == std::errc()) text_.append(buffer, end);
+  }
   template <class Number>
     requires std::is_arithmetic_v<Number>
   void append_piece(Number number) {

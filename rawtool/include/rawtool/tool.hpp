@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -23,12 +24,24 @@ namespace detail {
 struct ToolInternals;
 }
 
-/// One reply, both halves. `is_error` is true for failures, refusals and
-/// statuses; the text and structured halves always describe the same thing.
-struct Reply {
-  std::string text;
-  nlohmann::json structured;
-  bool is_error = false;
+/// One reply, both halves, as the renderer wrote them: a Reply wraps a
+/// render::Rendered, which only the renderer makes. `is_error` is true for
+/// failures, refusals and statuses; the text and structured halves always
+/// describe the same thing.
+class Reply {
+public:
+  Reply() = default;
+  /// A refused rendering is always an error.
+  Reply(render::Rendered rendered, bool is_error) : rendered_(std::move(rendered)), is_error_(is_error || rendered_.refused()) {}
+
+  [[nodiscard]] const std::string& text() const noexcept { return rendered_.text(); }
+  [[nodiscard]] const nlohmann::json& structured() const noexcept { return rendered_.structured(); }
+  [[nodiscard]] bool is_error() const noexcept { return is_error_; }
+  [[nodiscard]] const render::Rendered& rendered() const noexcept { return rendered_; }
+
+private:
+  render::Rendered rendered_;
+  bool is_error_ = false;
 };
 
 /// Lets another thread cancel one call. Pass it in CallOptions; cancel() from

@@ -218,8 +218,8 @@ int run_demo(Arguments argv) {
   out(raw_rows_sql);
   out("\n\n");
   const Reply rows = tool->raw(raw_rows_sql);
-  print_text_surface(rows.text);
-  as_expected = as_expected && !rows.is_error;
+  print_text_surface(rows.text());
+  as_expected = as_expected && !rows.is_error();
 
   heading("2. Raw failure: the database's words, shaped by someone else's data");
   out("Each review names a product spec to highlight as a JSON path. Review 4's\n"
@@ -229,17 +229,17 @@ int run_demo(Arguments argv) {
   out("\n");
   const Reply failure = tool->raw(raw_failure_sql);
   subheading("text surface (what the agent reads)");
-  print_text_surface(failure.text);
+  print_text_surface(failure.text());
   subheading("structured surface (rawtool query --json)");
-  out(render::dump(failure.structured));
+  out(render::dump(failure.structured()));
   out("\n");
-  as_expected = as_expected && failure.is_error;
+  as_expected = as_expected && failure.is_error();
 
   heading("3. Certified query: a pinned query from the catalog");
   out("rawtool certified product_reviews product_id=1\n\n");
   const Reply certified = tool->certified("product_reviews", nlohmann::json{{"product_id", "1"}});
-  print_text_surface(certified.text);
-  as_expected = as_expected && !certified.is_error;
+  print_text_surface(certified.text());
+  as_expected = as_expected && !certified.is_error();
 
   heading("4. Certified failure: a status and a reference, no database text");
   out("rawtool certified product_reviews product_id=2   (the same pinned query\n"
@@ -250,8 +250,8 @@ int run_demo(Arguments argv) {
     logged_before = log_lines.size();
   }
   const Reply status = tool->certified("product_reviews", nlohmann::json{{"product_id", "2"}});
-  print_text_surface(status.text);
-  as_expected = as_expected && status.is_error;
+  print_text_surface(status.text());
+  as_expected = as_expected && status.is_error();
   subheading("operator log (rawtool's log for the operator, under that reference; the agent never sees it)");
   {
     const std::lock_guard lock(log_mutex);

@@ -86,15 +86,15 @@ void print_text_surface(std::string_view text) {
 
 Exit print_reply(const Reply& reply, bool json) {
   if (json) {
-    write_all(STDOUT_FILENO, render::dump(reply.structured) + "\n");
+    write_all(STDOUT_FILENO, render::dump(reply.structured()) + "\n");
   } else {
-    print_text_surface(reply.text);
+    print_text_surface(reply.text());
   }
-  return reply.is_error ? Exit::failure : Exit::ok;
+  return reply.is_error() ? Exit::failure : Exit::ok;
 }
 
 void print_log_pointer(std::string_view command, const Reply& reply, const LogConfig& log) {
-  const nlohmann::json& s = reply.structured;
+  const nlohmann::json& s = reply.structured();
   std::string under;
   if (s.contains("reference") && s.at("reference").is_string()) {
     under = "reference " + s.at("reference").get<std::string>();

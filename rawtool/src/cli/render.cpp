@@ -132,11 +132,11 @@ int run_render(Arguments argv) {
 
   const render::Rendered rendered = render::render_failure(failure, provenance, render_options);
   if (args.flag("--json")) {
-    write_all(STDOUT_FILENO, render::dump(rendered.structured) + "\n");
+    write_all(STDOUT_FILENO, render::dump(rendered.structured()) + "\n");
   } else {
-    print_text_surface(rendered.text);
+    print_text_surface(rendered.text());
   }
-  return static_cast<int>(rendered.refused ? Exit::failure : Exit::ok);
+  return static_cast<int>(rendered.refused() ? Exit::failure : Exit::ok);
 }
 
 }  // namespace rawtool::cli

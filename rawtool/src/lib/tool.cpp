@@ -3,6 +3,7 @@
 #include <rawtool/render/bytes.hpp>
 #include <rawtool/render/escape.hpp>
 #include <rawtool/render/failure.hpp>
+#include <rawtool/render/builder.hpp>
 #include <rawtool/render/json.hpp>
 #include <rawtool/render/prose.hpp>
 #include <rawtool/render/rows.hpp>
@@ -77,9 +78,7 @@ std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   return make_postgres_driver(db.target);
 }
 
-Reply to_reply(render::Rendered rendered, bool is_error) {
-  return Reply{std::move(rendered.text), std::move(rendered.structured), is_error || rendered.refused};
-}
+Reply to_reply(render::Rendered rendered, bool is_error) { return Reply(std::move(rendered), is_error); }
 
 Untrusted exception_text(const std::exception& e) { return Untrusted(std::string_view(e.what())); }
 
@@ -100,21 +99,23 @@ Status status_for_refusal(const Refusal& refusal) {
 // A raw call that reached no database. render_status speaks of a certified
 // query, so the raw path states its own status: rawtool's words only, the
 // reference, and the raw path's provenance.
-Reply raw_unavailable_reply(const Provenance& provenance, const std::string& reference) {
-  constexpr std::string_view explanation =
+Reply raw_unavailable_reply(const Provenance& provenance, const std::string& reference,
+                            const render::RenderOptions& options) {
+  constexpr Literal explanation =
       "the database could not be reached; the connection's complaint names hosts and users, so it is not shown here; "
       "an operator can find it in the server log under the reference";
-  double elapsed_ms = static_cast<double>(provenance.elapsed.count()) / 1000.0;
-  std::string text = fmt::format(
-      "rawtool: no reply from the database; status=unavailable; reference={}\n"
-      "rawtool: {}.\n"
-      "rawtool: end of reply; path=raw (uncertified); engine={}; database={}; elapsed_ms={:.3f}\n",
-      reference, explanation, engine_name(provenance.engine), provenance.database_label.str(), elapsed_ms);
+  const Label ref = Label::checked(reference);
+  const double elapsed_ms = static_cast<double>(provenance.elapsed.count()) / 1000.0;
+  render::ReplyBuilder reply(options);
+  reply.line(Trusted::format("no reply from the database; status=unavailable; reference={}", ref));
+  reply.line(Trusted::format("{}.", explanation));
+  reply.line(Trusted::format("end of reply; path=raw (uncertified); engine={}; database={}; elapsed_ms={}",
+                             Label::checked(engine_name(provenance.engine)), provenance.database_label, elapsed_ms));
   nlohmann::json structured = {
       {"kind", "raw_unavailable"},
       {"status", "unavailable"},
       {"reference", reference},
-      {"explanation", explanation},
+      {"explanation", explanation.view()},
       {"raw_provenance",
        {{"path", "raw"},
         {"certified", false},
@@ -122,16 +123,19 @@ Reply raw_unavailable_reply(const Provenance& provenance, const std::string& ref
         {"database", provenance.database_label.str()},
         {"elapsed_ms", elapsed_ms}}},
   };
-  return Reply{std::move(text), std::move(structured), true};
+  return Reply(std::move(reply).finish(std::move(structured)), true);
 }
 
-std::string_view placeholder_style(Engine engine) { return engine == Engine::sqlite ? "?N" : "$N"; }
+Literal placeholder_style(Engine engine) { return engine == Engine::sqlite ? Literal("?N") : Literal("$N"); }
 
-std::string format_number(double value, ParameterType type) {
+// A catalog bound as the catalog's author wrote it: an integer parameter's
+// bound without decimals, any other as the shortest decimal that reads back
+// as the same number.
+Trusted format_number(double value, ParameterType type) {
   if (type == ParameterType::integer && value >= -9.0e15 && value <= 9.0e15 && value == static_cast<double>(static_cast<std::int64_t>(value))) {
-    return fmt::format("{}", static_cast<std::int64_t>(value));
+    return Trusted::format("{}", static_cast<std::int64_t>(value));
   }
-  return fmt::format("{}", value);
+  return Trusted::format("{}", Shortest{value});
 }
 
 }  // namespace
@@ -373,8 +377,8 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   if (auto* failure = std::get_if<Failure>(&run.outcome)) {
     if (render_options.show_statement) failure->statement = Untrusted(sql);
     render::Rendered rendered = render::render_failure(*failure, provenance, render_options);
-    m.log_call(provenance, rendered.refused ? "failure_withheld" : "failure");
-    if (rendered.refused) {
+    m.log_call(provenance, rendered.refused() ? "failure_withheld" : "failure");
+    if (rendered.refused()) {
       // The reply tells the caller the log holds the withheld text under its digest.
       nlohmann::json record = render::failure_log_record(*failure);
       m.log_error("raw_failure_withheld", {{"withheld_sha256", record.value("withheld_sha256", std::string())},
@@ -395,7 +399,7 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   m.log_error("raw_unavailable", {{"reference", reference},
                                   {"database", db->config.label},
                                   {"complaint", render::to_log_json(unavailable.complaint)}});
-  return raw_unavailable_reply(provenance, reference);
+  return raw_unavailable_reply(provenance, reference, m.config.render);
 }
 
 Reply Tool::certified(std::string_view name, const nlohmann::json& params, const CallOptions& options) {
@@ -474,21 +478,24 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
 Reply Tool::describe_catalog() const {
   const Impl& m = *impl_;
   const render::RenderOptions& options = m.config.render;
-  bool omitted = options.catalog_prose == render::CatalogProse::omitted;
-  std::string text;
+  const bool omitted = options.catalog_prose == render::CatalogProse::omitted;
+  render::ReplyBuilder reply(options);
   nlohmann::json queries = nlohmann::json::array();
 
-  text += fmt::format("rawtool: catalog: {} pinned {}; catalog sha256 {}; descriptions {}\n", m.catalog.queries.size(),
-                      m.catalog.queries.size() == 1 ? "query" : "queries",
-                      m.catalog.sha256.empty() ? std::string("none") : m.catalog.sha256,
-                      omitted ? "omitted" : "quoted as untrusted text");
+  const std::size_t count = m.catalog.queries.size();
+  reply.line(Trusted::format("catalog: {} pinned {}; catalog sha256 {}; descriptions {}", count,
+                             count == 1 ? Literal("query") : Literal("queries"),
+                             m.catalog.sha256.empty() ? Label("none") : Label::checked(m.catalog.sha256),
+                             omitted ? Literal("omitted") : Literal("quoted as untrusted text")));
   for (const CatalogQuery& q : m.catalog.queries) {
     const Database* db = m.find_database(q.database);
     AccessMode mode = q.access.value_or(db->config.access);
     if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
-    text += fmt::format("rawtool: query {}: database {}, {}, {}, placeholders {}\n", q.name, db->config.label,
-                        engine_name(db->engine), access_mode_name(mode), placeholder_style(db->engine));
-    render::append_prose(text, fmt::format("description of query {}", q.name), q.description, options);
+    const Label name = Label::checked(q.name);
+    reply.line(Trusted::format("query {}: database {}, {}, {}, placeholders {}", name, Label::checked(db->config.label),
+                               Label::checked(engine_name(db->engine)), Label::checked(access_mode_name(mode)),
+                               placeholder_style(db->engine)));
+    reply.prose(fmt::format("description of query {}", q.name), q.description);
 
     nlohmann::json parameters = nlohmann::json::array();
     for (std::size_t i = 0; i < q.parameters.size(); ++i) {
@@ -497,50 +504,47 @@ Reply Tool::describe_catalog() const {
                            {"name", p.name},
                            {"type", parameter_type_name(p.type)},
                            {"required", p.required}};
-      std::string line = fmt::format("rawtool: parameter {} of {}: {}, {}, {}", i + 1, q.name, p.name,
-                                     parameter_type_name(p.type), p.required ? "required" : "optional");
+      reply.begin_line(Trusted::format("parameter {} of {}: {}, {}, {}", i + 1, name, Label::checked(p.name),
+                                       Label::checked(parameter_type_name(p.type)),
+                                       p.required ? Literal("required") : Literal("optional")));
       if (p.minimum) {
-        line += fmt::format(", minimum {}", format_number(*p.minimum, p.type));
+        reply.add(Trusted::format(", minimum {}", format_number(*p.minimum, p.type)));
         pj["minimum"] = *p.minimum;
       }
       if (p.maximum) {
-        line += fmt::format(", maximum {}", format_number(*p.maximum, p.type));
+        reply.add(Trusted::format(", maximum {}", format_number(*p.maximum, p.type)));
         pj["maximum"] = *p.maximum;
       }
       if (p.max_length) {
-        line += fmt::format(", at most {} characters", *p.max_length);
+        reply.add(Trusted::format(", at most {} characters", *p.max_length));
         pj["max_length"] = *p.max_length;
       }
       if (!p.allowed.empty()) {
-        line += ", one of:";
+        reply.add(Literal(", one of:"));
         nlohmann::json allowed = nlohmann::json::array();
         for (const Parameter& value : p.allowed) {
-          line += ' ';
+          reply.add(Literal(" "));
           if (const auto* i64 = std::get_if<std::int64_t>(&value)) {
-            line += fmt::format("{}", *i64);
+            reply.add(Trusted::format("{}", *i64));
             allowed.push_back(*i64);
           } else if (const auto* d = std::get_if<double>(&value)) {
-            line += fmt::format("{}", *d);
+            reply.add(Trusted::format("{}", Shortest{*d}));
             allowed.push_back(*d);
           } else if (const auto* b = std::get_if<bool>(&value)) {
-            line += *b ? "true" : "false";
+            reply.add(*b ? Literal("true") : Literal("false"));
             allowed.push_back(*b);
-          } else if (const auto* s = std::get_if<std::string>(&value)) {
+          } else if (const auto* text = std::get_if<std::string>(&value)) {
             // Catalog text: escaped by the renderer like a cell, in quotes.
-            Untrusted untrusted{std::string_view(*s)};
-            line += '"';
-            render::append_escaped(line, untrusted, render::EscapeContext::cell, options);
-            line += '"';
+            Untrusted untrusted{std::string_view(*text)};
+            reply.add_quoted(untrusted);
             allowed.push_back(render::to_json(untrusted));
           }
         }
         pj["enum"] = std::move(allowed);
       }
-      text += line;
-      text += '\n';
+      reply.end_line();
       if (p.description) {
-        render::append_prose(text, fmt::format("description of parameter {} of {}", p.name, q.name), *p.description,
-                             options);
+        reply.prose(fmt::format("description of parameter {} of {}", p.name, q.name), *p.description);
         pj["description"] = render::prose_json(*p.description, options);
       }
       parameters.push_back(std::move(pj));
@@ -549,16 +553,16 @@ Reply Tool::describe_catalog() const {
                        {"database", db->config.label},
                        {"engine", engine_name(db->engine)},
                        {"access", access_mode_name(mode)},
-                       {"placeholders", placeholder_style(db->engine)},
+                       {"placeholders", placeholder_style(db->engine).view()},
                        {"description", render::prose_json(q.description, options)},
                        {"parameters", std::move(parameters)}});
   }
-  text += "rawtool: end of catalog\n";
+  reply.line(Literal("end of catalog"));
   nlohmann::json structured = {{"kind", "catalog"},
                                {"catalog_sha256", m.catalog.sha256},
                                {"catalog_prose", omitted ? "omitted" : "quoted"},
                                {"queries", std::move(queries)}};
-  return Reply{std::move(text), std::move(structured), false};
+  return Reply(std::move(reply).finish(std::move(structured)), false);
 }
 
 namespace {
@@ -640,7 +644,7 @@ Reply Tool::describe_schema(const SchemaRequest& request, const CallOptions& opt
   }
   m.log_call(provenance, "rows");
   render::Rendered rendered = render::render_schema(reply, provenance, m.config.render);
-  const bool found = rendered.structured.value("found", true);
+  const bool found = rendered.structured().value("found", true);
   return to_reply(std::move(rendered), !found);
 }
 

@@ -37,7 +37,7 @@ private:
 };
 
 CallReply from_reply(Reply reply) {
-  return CallReply{std::move(reply.text), std::move(reply.structured), reply.is_error};
+  return CallReply{reply.text(), reply.structured(), reply.is_error()};
 }
 
 class ToolBackend final : public detail::Backend {
@@ -92,7 +92,7 @@ public:
                                           "lower the row or byte limits or select fewer rows",
                                           bytes)};
     auto rendered = render::render_refusal(refusal, provenance);
-    return CallReply{std::move(rendered.text), std::move(rendered.structured), true};
+    return CallReply{rendered.text(), rendered.structured(), true};
   }
 
 private:
@@ -110,7 +110,7 @@ detail::ToolSettings settings_of(const Tool& tool) {
     settings.databases.push_back({database.label, database.kind == TargetKind::postgresql ? "postgresql" : "sqlite",
                                   database.access == AccessMode::read_write});
   }
-  settings.catalog_text = tool.describe_catalog().text;
+  settings.catalog_text = tool.describe_catalog().text();
   // A query's access never exceeds its database's.
   for (const CatalogQuery& query : tool.catalog().queries) {
     const DatabaseConfig* database = &config.databases.front();

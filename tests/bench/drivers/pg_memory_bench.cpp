@@ -115,7 +115,7 @@ long long tool_call(const std::string& statement) {
   options.log = [&logged](std::string_view line) { logged += static_cast<long long>(line.size()); };
   auto tool = rawtool::Tool::open(config, options);
   const rawtool::Reply reply = tool->raw(statement);
-  benchmark::DoNotOptimize(reply.text.data());
+  benchmark::DoNotOptimize(reply.text().data());
   return logged;
 }
 

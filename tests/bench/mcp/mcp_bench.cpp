@@ -307,7 +307,7 @@ void compare(benchmark::State& state, Db db, const std::string& sql) {
   McpPipe* other = other_binary ? &server(*other_binary, db) : nullptr;
   // A first call each, unmeasured: connections are opened, caches warm, and a
   // failure stops the benchmark instead of being timed.
-  if (tool.raw(sql).is_error || !succeeded(pipe.round_trip(request)) ||
+  if (tool.raw(sql).is_error() || !succeeded(pipe.round_trip(request)) ||
       (other != nullptr && !succeeded(other->round_trip(request)))) {
     state.SkipWithError("the statement failed through the library or the MCP server");
     return;
@@ -339,7 +339,7 @@ void compare(benchmark::State& state, Db db, const std::string& sql) {
     const auto started = Clock::now();
     rawtool::Reply reply = tool.raw(sql);
     library_samples.add(Clock::now() - started);
-    benchmark::DoNotOptimize(reply.structured);
+    benchmark::DoNotOptimize(reply.structured());
 
     // The two servers take turns at going first, so that neither gains from
     // its place in the iteration.

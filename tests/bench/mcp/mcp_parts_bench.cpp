@@ -133,7 +133,7 @@ void library_select1_respond(benchmark::State& state) {
   for (auto _ : state) {
     rawtool::Reply reply = tool.raw("SELECT 1");
     std::string line = rawtool::render::dump(
-        mcp::result_response(id, mcp::call_result(std::move(reply.text), std::move(reply.structured), reply.is_error)));
+        mcp::result_response(id, mcp::call_result(std::move(reply.text()), std::move(reply.structured()), reply.is_error())));
     line.push_back('\n');
     bytes = line.size();
     benchmark::DoNotOptimize(line);

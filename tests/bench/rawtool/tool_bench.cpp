@@ -46,17 +46,17 @@ void library_raw_select1(benchmark::State& state) {
     return;
   }
   rawtool::Tool* tool = shared_tool();
-  if (tool->raw("SELECT 1").is_error) {  // connects this thread's pooled driver before timing
+  if (tool->raw("SELECT 1").is_error()) {  // connects this thread's pooled driver before timing
     state.SkipWithError("SELECT 1 failed through the library");
     return;
   }
   for (auto _ : state) {
     rawtool::Reply reply = tool->raw("SELECT 1");
-    if (reply.is_error) {
+    if (reply.is_error()) {
       state.SkipWithError("SELECT 1 failed through the library");
       break;
     }
-    benchmark::DoNotOptimize(reply.text.data());
+    benchmark::DoNotOptimize(reply.text().data());
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -54,7 +54,7 @@ void open_with_catalog(std::string_view text) {
   std::unique_ptr<rawtool::Tool> tool;
   if (!rawtool::fuzz::loads_or_names_field([&] { tool = rawtool::Tool::open(config); })) return;
   const rawtool::Reply described = tool->describe_catalog();
-  const auto problems = rawtool::test::text_surface_problems(described.text);
+  const auto problems = rawtool::test::text_surface_problems(described.text());
   if (!problems.empty()) rawtool::fuzz::violated("describe_catalog broke the text surface", problems.front());
 
   // Arguments of every type against every query: binding reports problems as

@@ -110,18 +110,18 @@ void check_failure(FuzzedDataProvider& in, const rawtool::render::RenderOptions&
   provenance.engine = f.engine;
   provenance.database_label = "fuzz";
   const auto r = rawtool::render::render_failure(f, provenance, options);
-  const auto problems = rawtool::test::text_surface_problems(r.text);
+  const auto problems = rawtool::test::text_surface_problems(r.text());
   expect(problems.empty(), "failure text surface:", problems.empty() ? "" : problems.front());
-  const auto fields = rawtool::test::quoted_fields(r.text);
-  if (r.refused) {
-    expect(r.structured.at("kind") == "refusal", "a refusal's kind");
+  const auto fields = rawtool::test::quoted_fields(r.text());
+  if (r.refused()) {
+    expect(r.structured().at("kind") == "refusal", "a refusal's kind");
     expect(fields.empty(), "a refusal shows a quoted field");
-    expect(r.text.find("\n> ") == std::string::npos, "a refusal shows a quoted line");
-    expect(r.structured.at("withheld_sha256") == rawtool::render::withheld_sha256(f), "a refusal's hash");
-    expect(!r.structured.contains("untrusted"), "a refusal carries untrusted members");
+    expect(r.text().find("\n> ") == std::string::npos, "a refusal shows a quoted line");
+    expect(r.structured().at("withheld_sha256") == rawtool::render::withheld_sha256(f), "a refusal's hash");
+    expect(!r.structured().contains("untrusted"), "a refusal carries untrusted members");
     return;
   }
-  expect(r.text.size() <= options.budget, "a rendering over budget was not refused");
+  expect(r.text().size() <= options.budget, "a rendering over budget was not refused");
   // The expected fields, in the renderer's order.
   std::vector<std::pair<std::string, std::string>> expected;
   auto want = [&](const char* label, const Untrusted& v) {
@@ -140,7 +140,7 @@ void check_failure(FuzzedDataProvider& in, const rawtool::render::RenderOptions&
   if (options.show_statement) want("statement", f.statement);
   expect(fields == expected, "the quoted fields do not carry the values back");
 
-  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured));
+  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured()));
   expect(wire.at("kind") == "raw_failure", "a failure's kind");
   const auto& untrusted = wire.at("untrusted");
   for (const auto& [label, bytes] : expected) {
@@ -182,10 +182,10 @@ void check_rows(FuzzedDataProvider& in, const rawtool::render::RenderOptions& op
   rawtool::render::Provenance provenance;
   provenance.database_label = "fuzz";
   const auto r = rawtool::render::render_rows(rows, provenance, options);
-  expect(!r.refused, "rows were refused");
-  const auto problems = rawtool::test::text_surface_problems(r.text);
+  expect(!r.refused(), "rows were refused");
+  const auto problems = rawtool::test::text_surface_problems(r.text());
   expect(problems.empty(), "rows text surface:", problems.empty() ? "" : problems.front());
-  const auto cells = rawtool::test::row_cells(r.text);
+  const auto cells = rawtool::test::row_cells(r.text());
   expect(cells.size() == rows.rows.size(), "row count");
   for (std::size_t i = 0; i < cells.size(); ++i) {
     expect(cells[i].size() == rows.rows[i].size(), "cell count");
@@ -195,7 +195,7 @@ void check_rows(FuzzedDataProvider& in, const rawtool::render::RenderOptions& op
       if (cell) expect(bytes_of(*cell) == *cells[i][c], "a cell's bytes");
     }
   }
-  const auto names = rawtool::test::column_names(r.text);
+  const auto names = rawtool::test::column_names(r.text());
   expect(names.size() == rows.columns.size(), "column count");
   for (std::size_t c = 0; c < names.size(); ++c) expect(names[c] == bytes_of(rows.columns[c].name), "a column name");
   // Beside rows a notice code that fails its grammar is quoted as data, never refused.
@@ -208,8 +208,8 @@ void check_rows(FuzzedDataProvider& in, const rawtool::render::RenderOptions& op
     if (!n.message.empty()) expected.emplace_back(prefix + "message", bytes_of(n.message));
     if (!n.detail.empty()) expected.emplace_back(prefix + "detail", bytes_of(n.detail));
   }
-  expect(rawtool::test::quoted_fields(r.text) == expected, "the notices' quoted fields do not carry the values back");
-  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured));
+  expect(rawtool::test::quoted_fields(r.text()) == expected, "the notices' quoted fields do not carry the values back");
+  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured()));
   expect(wire.at("notices").size() == rows.notices.size(), "structured notice count");
   expect(wire.at("notices_withheld") == rows.notices_withheld, "structured notices_withheld");
   for (std::size_t i = 0; i < rows.notices.size(); ++i) {

@@ -12,9 +12,9 @@ int main() {
     rawtool::Config config = rawtool::parse_config(R"({"databases": [{"label": "gateway", "path": ":memory:"}]})", ".");
     std::unique_ptr<rawtool::Tool> tool = rawtool::Tool::open(std::move(config));
     rawtool::Reply reply = tool->raw("SELECT 1 AS one");
-    std::fputs(reply.text.c_str(), stdout);
-    const nlohmann::json& s = reply.structured;
-    const bool expected = !reply.is_error && s.value("kind", "") == "raw_rows" &&
+    std::fputs(reply.text().c_str(), stdout);
+    const nlohmann::json& s = reply.structured();
+    const bool expected = !reply.is_error() && s.value("kind", "") == "raw_rows" &&
                           s["rows"] == nlohmann::json::array({nlohmann::json::array({"1"})}) &&
                           s["raw_provenance"]["database"] == "gateway" && s["raw_provenance"]["engine"] == "sqlite";
     if (!expected) {

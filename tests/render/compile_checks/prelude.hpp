@@ -2,6 +2,7 @@
 // check is about, so that a check fails for its own reason or not at all.
 #pragma once
 
+#include <rawtool/render/builder.hpp>
 #include <rawtool/render/escape.hpp>
 #include <rawtool/outcome.hpp>
 #include <rawtool/trusted.hpp>

@@ -8,18 +8,37 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace rawtool::render {
 
+namespace detail {
+struct Draft;
+}
+
 /// Both halves of one reply: the text surface an agent reads and the
 /// structured surface a program reads. Every untrusted byte in either half has
-/// been through the renderer.
-struct Rendered {
-  std::string text;
-  nlohmann::json structured;
+/// been through the renderer: only the renderer makes one with content (its
+/// render_* functions and ReplyBuilder), so whoever holds a Rendered holds
+/// what the renderer wrote. A default-made one is empty.
+class Rendered {
+public:
+  Rendered() = default;
+
+  [[nodiscard]] const std::string& text() const noexcept { return text_; }
+  [[nodiscard]] const nlohmann::json& structured() const noexcept { return structured_; }
   /// True when the renderer refused to show the reply (grammar, budget or
-  /// self-check); `text` and `structured` then describe the refusal only.
-  bool refused = false;
+  /// self-check); text() and structured() then describe the refusal only.
+  [[nodiscard]] bool refused() const noexcept { return refused_; }
+
+private:
+  friend struct detail::Draft;
+  Rendered(std::string text, nlohmann::json structured, bool refused)
+      : text_(std::move(text)), structured_(std::move(structured)), refused_(refused) {}
+
+  std::string text_;
+  nlohmann::json structured_;
+  bool refused_ = false;
 };
 
 /// Which path produced a reply. The two paths share no discriminant value.
