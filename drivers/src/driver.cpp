@@ -2,6 +2,11 @@
 
 namespace rawtool {
 
+std::variant<StatementShape, Failure, Refusal, Unavailable> Driver::describe(std::string_view, std::span<const Parameter>,
+                                                                             AccessMode) {
+  return Refusal{RefusalReason::not_permitted, Literal("This driver cannot prepare a statement without running it.")};
+}
+
 std::string_view access_mode_name(AccessMode mode) noexcept {
   switch (mode) {
     case AccessMode::read_only: return "read_only";

@@ -63,7 +63,9 @@
 #include <condition_variable>
 #include <system_error>
 #include <thread>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -191,17 +193,45 @@ private:
   int in_flight_ = 0;
 };
 
+/// The password in `file`: its bytes, one trailing line break (LF or CR LF)
+/// dropped. Unavailable, in rawtool's words, when it cannot be read or is empty.
+std::variant<std::string, Unavailable> read_password_file(const std::string& file) {
+  const auto unavailable = [](std::string_view why) { return Unavailable{Untrusted(why)}; };
+  std::FILE* stream = std::fopen(file.c_str(), "rb");
+  if (stream == nullptr) {
+    return unavailable("rawtool could not open the password file (password_file): " +
+                       std::generic_category().message(errno));
+  }
+  std::string password;
+  char buffer[4096];
+  std::size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, stream)) > 0 && password.size() <= 65536) password.append(buffer, got);
+  const bool failed = std::ferror(stream) != 0;
+  std::fclose(stream);
+  if (failed) return unavailable("rawtool could not read the password file (password_file)");
+  if (password.size() > 65536) return unavailable("the password file (password_file) is longer than 64 KiB");
+  if (password.ends_with('\n')) password.pop_back();
+  if (password.ends_with('\r')) password.pop_back();
+  if (password.empty()) return unavailable("the password file (password_file) is empty");
+  if (password.find('\0') != std::string::npos) return unavailable("the password file (password_file) holds a NUL byte");
+  return password;
+}
+
 /// Opens connections for libpqxx with PQconnectdbParams: the caller's URL or
 /// key=value string is expanded as dbname, with a connect timeout and an
 /// application name the caller's own values override.
 class ConnectPolicy final : public pqxx::connectionpolicy {
 public:
-  explicit ConnectPolicy(const std::string& conninfo) : pqxx::connectionpolicy(conninfo) {}
+  ConnectPolicy(const std::string& conninfo, std::optional<std::string> password)
+      : pqxx::connectionpolicy(conninfo), password_(std::move(password)) {}
 
   handle do_startconnect(handle orig) override {
     if (orig != nullptr) return orig;
-    const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", nullptr};
-    const char* const values[] = {"10", "rawtool", options().c_str(), nullptr};
+    // Keywords after dbname override what its expansion set: the password
+    // file's password replaces one in the connection string. libpq skips a
+    // keyword whose value is null.
+    const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", "password", nullptr};
+    const char* const values[] = {"10", "rawtool", options().c_str(), password_ ? password_->c_str() : nullptr, nullptr};
     handle connection = PQconnectdbParams(keywords, values, 1);
     if (connection == nullptr) throw pqxx::broken_connection{"out of memory while connecting"};
     if (PQstatus(connection) != CONNECTION_OK) {
@@ -222,6 +252,7 @@ public:
   [[nodiscard]] handle connected() const noexcept { return connected_; }
 
 private:
+  std::optional<std::string> password_;
   handle connected_ = nullptr;
 };
 
@@ -229,7 +260,8 @@ private:
 /// (throwing pqxx::broken_connection with the server's complaint).
 class Session final : public pqxx::connection_base {
 public:
-  explicit Session(const std::string& conninfo) : pqxx::connection_base(policy_), policy_(conninfo) {
+  Session(const std::string& conninfo, std::optional<std::string> password)
+      : pqxx::connection_base(policy_), policy_(conninfo, std::move(password)) {
     init();
   }
 
@@ -260,11 +292,18 @@ public:
     {
       std::lock_guard lock(cancel_mutex_);
       if (!running_ || canceller_ == nullptr) return;
-      cancel_requested_.store(true);
+      // One request per call: a statement that ignores it is ended after the
+      // grace whatever more come (see wait_for_input), so callers may repeat
+      // cancel() until the call returns without a thread and a connection each.
+      if (cancel_requested_.exchange(true)) return;
       canceller = canceller_;
     }
     cancels_->start(std::move(canceller));
   }
+
+  std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
+                                                                       std::span<const Parameter> params,
+                                                                       AccessMode mode) override;
 
   std::variant<DatabaseReport, Unavailable> inspect() override {
     if (auto unavailable = connect()) return std::move(*unavailable);
@@ -408,8 +447,14 @@ std::optional<Unavailable> PostgresDriver::connect() {
     if (alive) return std::nullopt;
     disconnect();
   }
+  std::optional<std::string> password;
+  if (!options_.password_file.empty()) {
+    auto read = read_password_file(options_.password_file);
+    if (auto* unavailable = std::get_if<Unavailable>(&read)) return std::move(*unavailable);
+    password = std::move(std::get<std::string>(read));
+  }
   try {
-    auto session = std::make_unique<Session>(conninfo_);
+    auto session = std::make_unique<Session>(conninfo_, std::move(password));
     conn_ = session->handle();
     session_ = std::move(session);
   } catch (const std::exception& e) {
@@ -660,7 +705,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
         if (!budget.has_columns() && budget.open()) take_columns(r);
         if (!budget.open()) {
           budget.offer(0);  // drained after the cap: counted, never kept
-          ++rows_seen_;
+          report_rows_read(++rows_seen_);
           break;
         }
         // The row is built first so the byte cap counts what would be kept
@@ -678,7 +723,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
           row_bytes += PQftype(r, c) == bytea_oid ? bytea_length(PQgetvalue(r, 0, c), length) : length;
         }
         largest_message_ = std::max(largest_message_, message_bytes);
-        ++rows_seen_;
+        report_rows_read(++rows_seen_);
         if (budget.offer(row_bytes)) {
           std::vector<Cell> row(static_cast<std::size_t>(count));
           for (int c = 0; c < count; ++c) {
@@ -826,6 +871,92 @@ std::variant<BoundParameters, Refusal> bind_parameters(std::span<const Parameter
   return bound;
 }
 
+std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::describe(std::string_view sql,
+                                                                                     std::span<const Parameter> params,
+                                                                                     AccessMode /*mode*/) {
+  // Read-only or not, nothing here runs the statement, so the mode changes
+  // nothing: the transaction is READ ONLY and rolled back either way.
+  if (sql.find('\0') != std::string_view::npos) {
+    return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
+  }
+  auto bound = bind_parameters(params);
+  if (auto* refusal = std::get_if<Refusal>(&bound)) return std::move(*refusal);
+  const std::vector<Oid>& types = std::get<BoundParameters>(bound).types;
+  if (auto unavailable = connect()) return std::move(*unavailable);
+  rows_seen_ = 0;
+  const std::string text(sql);
+  constexpr const char* statement_name = "rawtool_describe";
+  const auto command_ok = [](const Result& result) { return PQresultStatus(result.get()) == PGRES_COMMAND_OK; };
+  // Planning can evaluate IMMUTABLE functions; the timeout bounds them.
+  if (!command_ok(Result(PQexec(conn_, "BEGIN READ ONLY"))) ||
+      !command_ok(Result(PQexec(conn_, "SET LOCAL statement_timeout = 10000")))) {
+    return broken_connection();
+  }
+  // Prepared statements outlive a rollback: both go with it.
+  const auto end = [&]() -> bool {
+    return command_ok(Result(PQexec(conn_, "ROLLBACK"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
+           command_ok(Result(PQexec(conn_, "DEALLOCATE ALL")));
+  };
+  const auto failed = [&](const Result& result) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
+    if (PQstatus(conn_) == CONNECTION_BAD || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
+    Failure failure = failure_of(result.get(), Limits{});
+    if (!end()) return broken_connection();
+    return failure;
+  };
+
+  // With the types execute sends: what fails here fails there.
+  Result prepared(PQprepare(conn_, statement_name, text.c_str(), static_cast<int>(types.size()), types.data()));
+  if (!command_ok(prepared)) return failed(prepared);
+  Result described(PQdescribePrepared(conn_, statement_name));
+  if (PQresultStatus(described.get()) != PGRES_COMMAND_OK) return failed(described);
+  StatementShape shape;
+  // The types given, and more when the statement uses a higher $n.
+  const int typed_count = PQnparams(described.get());
+  shape.parameter_count = static_cast<std::size_t>(typed_count);
+
+  // What the server makes of the placeholders on its own: the highest number
+  // used, and the type it infers for each (named below).
+  std::vector<Oid> inferred;
+  Result savepoint(PQexec(conn_, "SAVEPOINT rawtool_untyped"));
+  if (!command_ok(savepoint)) return failed(savepoint);
+  Result untyped(PQprepare(conn_, "rawtool_describe_untyped", text.c_str(), 0, nullptr));
+  if (command_ok(untyped)) {
+    Result untyped_described(PQdescribePrepared(conn_, "rawtool_describe_untyped"));
+    if (PQresultStatus(untyped_described.get()) == PGRES_COMMAND_OK) {
+      shape.parameter_count = static_cast<std::size_t>(PQnparams(untyped_described.get()));
+      for (int i = 0; i < PQnparams(untyped_described.get()); ++i) inferred.push_back(PQparamtype(untyped_described.get(), i));
+    }
+  }
+  // A statement whose placeholder types the server cannot tell on its own
+  // fails here ($1 alone in a select list); the typed prepare above counts.
+  if (!command_ok(Result(PQexec(conn_, "ROLLBACK TO SAVEPOINT rawtool_untyped")))) return broken_connection();
+
+  // The plan, with every parameter NULL, shows whether it modifies a table.
+  std::string explain = "EXPLAIN (FORMAT JSON) EXECUTE rawtool_describe";
+  for (int i = 0; i < typed_count; ++i) explain += i == 0 ? "(NULL" : ", NULL";
+  if (typed_count > 0) explain += ')';
+  Result plan(PQexec(conn_, explain.c_str()));
+  if (PQresultStatus(plan.get()) != PGRES_TUPLES_OK || PQntuples(plan.get()) != 1) return failed(plan);
+  // The server reads its own JSON: no plan at all is a utility command.
+  const char* plan_text[] = {PQgetvalue(plan.get(), 0, 0)};
+  Result effect(PQexecParams(conn_,
+                             "SELECT CASE WHEN NOT jsonb_path_exists($1::jsonb, '$[0].Plan') THEN 'command' "
+                             "WHEN jsonb_path_exists($1::jsonb, 'strict $.**.\"Node Type\" ? (@ == \"ModifyTable\")') "
+                             "THEN 'writes' ELSE 'reads' END",
+                             1, nullptr, plan_text, nullptr, nullptr, 0));
+  if (PQresultStatus(effect.get()) != PGRES_TUPLES_OK || PQntuples(effect.get()) != 1) return failed(effect);
+  const std::string_view effect_name = PQgetvalue(effect.get(), 0, 0);
+  shape.effect = effect_name == "writes"    ? StatementShape::Effect::writes
+                 : effect_name == "command" ? StatementShape::Effect::command
+                                            : StatementShape::Effect::reads;
+
+  std::vector<Column> named(inferred.size());
+  name_types(named, inferred);
+  for (const Column& column : named) shape.inferred_types.push_back(column.type_name);
+  if (!end()) return broken_connection();
+  return shape;
+}
+
 std::optional<Refusal> PostgresDriver::audit_refusal() {
   if (!audit_ || Clock::now() - audited_at_ >= audit_lifetime) {
     audit_ = detail::audit_session(conn_);
@@ -874,8 +1005,13 @@ bool PostgresDriver::end_backend() {
   // A second connection of the same role may end this one's backend: it is
   // what PostgreSQL allows without pg_signal_backend. Made and used without
   // blocking, so that a server that hangs cannot hold the call past the deadline.
-  const char* const keywords[] = {"fallback_application_name", "dbname", nullptr};
-  const char* const values[] = {"rawtool", conninfo_.c_str(), nullptr};
+  std::optional<std::string> password;
+  if (!options_.password_file.empty()) {
+    auto read = read_password_file(options_.password_file);
+    if (auto* text = std::get_if<std::string>(&read)) password = std::move(*text);
+  }
+  const char* const keywords[] = {"fallback_application_name", "dbname", "password", nullptr};
+  const char* const values[] = {"rawtool", conninfo_.c_str(), password ? password->c_str() : nullptr, nullptr};
   {
     std::unique_ptr<PGconn, ConnectionDeleter> side(PQconnectStartParams(keywords, values, 1));
     if (side == nullptr || PQstatus(side.get()) == CONNECTION_BAD) return false;
@@ -1180,6 +1316,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   cancel_sent_ = false;
   largest_message_ = 0;
   rows_seen_ = 0;
+  report_rows_read(0);
   deadline_ = call.started + limits.statement_timeout + client_grace;
 
   // The statement's notices are collected from before anything is sent until

@@ -256,6 +256,38 @@ public:
     if (db_ != nullptr) sqlite3_interrupt(db_);
   }
 
+  std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
+                                                                       std::span<const Parameter> /*params*/,
+                                                                       AccessMode mode) override {
+    const Limits limits;
+    if (sql.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      return refuse(RefusalReason::limit, "The statement is longer than the configured maximum.");
+    }
+    if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {
+      return refuse(RefusalReason::read_only, "This database was opened read-only.");
+    }
+    const Call call(*this, limits);
+    // What open_database and stopped answer: never Rows.
+    const auto as_shape_outcome = [](Outcome& outcome) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
+      if (auto* failure = std::get_if<Failure>(&outcome)) return std::move(*failure);
+      if (auto* unavailable = std::get_if<Unavailable>(&outcome)) return std::move(*unavailable);
+      if (auto* refusal = std::get_if<Refusal>(&outcome)) return std::move(*refusal);
+      return refuse(RefusalReason::internal, "The statement was run instead of prepared.");
+    };
+    sqlite3_stmt* raw = nullptr;
+    std::optional<Outcome> instead = prepare(sql, limits, mode, raw);
+    const Statement statement(raw);
+    if (instead) return as_shape_outcome(*instead);
+    StatementShape shape;
+    shape.parameter_count = static_cast<std::size_t>(sqlite3_bind_parameter_count(raw));
+    for (int i = 1; i <= sqlite3_bind_parameter_count(raw); ++i) {
+      const char* name = sqlite3_bind_parameter_name(raw, i);
+      shape.placeholders.push_back(name == nullptr ? Untrusted(std::string_view("?")) : owned_text(name));
+    }
+    shape.effect = writes(raw) ? StatementShape::Effect::writes : StatementShape::Effect::reads;
+    return shape;
+  }
+
   /// Through execute: opening is checked the same way (a WAL
   /// database read-only mode cannot read without making files is reported
   /// with the refusal's words).
@@ -343,18 +375,20 @@ private:
     db_ = nullptr;
   }
 
-  Outcome run_call(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
-    if (auto refused = open_database(limits)) return std::move(*refused);
+  /// Opens the database if needed and prepares `sql` for a call in `mode`:
+  /// sets `raw` to the statement (the caller owns it, also when an answer is
+  /// returned) and returns nothing, or returns what the call answers instead
+  /// (the engine's failure, a denial, an empty statement, more than one).
+  std::optional<Outcome> prepare(std::string_view sql, const Limits& limits, AccessMode mode, sqlite3_stmt*& raw) {
+    if (auto refused = open_database(limits)) return refused;
     read_only_ = mode == AccessMode::read_only;
     apply_limits(limits);
 
     denied_ = DeniedBy::nothing;
     actions_ = 0;
     pragma_read_ = false;
-    sqlite3_stmt* raw = nullptr;
     const char* tail = nullptr;
     const int prepared = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), 0, &raw, &tail);
-    const Statement statement(raw);
     if (prepared != SQLITE_OK) {
       if (denied_ != DeniedBy::nothing) return refusal_for_denial();
       return stopped(prepared);
@@ -364,12 +398,25 @@ private:
     if (!only_trivia(sql.substr(used))) {
       return refuse(RefusalReason::multiple_statements, "Only one statement may run per call.");
     }
-    // sqlite3_stmt_readonly() judges by the program SQLite compiled, and
-    // counts `PRAGMA journal_mode` as a write whatever its argument. A
-    // statement that is nothing but a pragma the authorizer let through as a
-    // read is judged by the authorizer's lists instead.
+    return std::nullopt;
+  }
+
+  /// Whether a prepared statement writes. sqlite3_stmt_readonly() judges by
+  /// the program SQLite compiled, and counts `PRAGMA journal_mode` as a write
+  /// whatever its argument. A statement that is nothing but a pragma the
+  /// authorizer let through as a read is judged by the authorizer's lists
+  /// instead.
+  [[nodiscard]] bool writes(sqlite3_stmt* statement) const noexcept {
     const bool only_a_pragma_read = pragma_read_ && actions_ == 1;
-    if (read_only_ && sqlite3_stmt_readonly(raw) == 0 && !only_a_pragma_read) {
+    return sqlite3_stmt_readonly(statement) == 0 && !only_a_pragma_read;
+  }
+
+  Outcome run_call(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
+    sqlite3_stmt* raw = nullptr;
+    std::optional<Outcome> instead = prepare(sql, limits, mode, raw);
+    const Statement statement(raw);
+    if (instead) return std::move(*instead);
+    if (read_only_ && writes(raw)) {
       return refuse(RefusalReason::read_only, "The statement would write, and this connection is read-only.");
     }
     if (auto bad = bind(raw, params)) return std::move(*bad);
@@ -401,7 +448,8 @@ private:
     }
     const bool read_only = mode_ == AccessMode::read_only;
     const bool in_memory = path_ == ":memory:";
-    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_EXRESCODE;
+    int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_EXRESCODE;
+    if (!read_only && (options_.create_if_missing || in_memory)) flags |= SQLITE_OPEN_CREATE;
     std::string name = path_;
     const char* vfs = nullptr;
     if (!in_memory) {
@@ -608,8 +656,9 @@ private:
 
     int stepped = SQLITE_ROW;
     std::uint64_t rows_seen = 0;  // for a failure after some rows: Failure::rows_before_failure
+    report_rows_read(0);
     while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) {
-      ++rows_seen;
+      report_rows_read(++rows_seen);
       std::uint64_t row_bytes = 0;
       for (int c = 0; c < column_count; ++c) {
         const int type = sqlite3_column_type(statement, c);

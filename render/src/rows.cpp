@@ -16,6 +16,97 @@ namespace rawtool::render {
 
 namespace {
 
+using detail::UntrustedAccess;
+
+
+/// A cell as the table shows it: NULL, or its escaped form in double quotes;
+/// an escaped form longer than `width` characters is cut at an escape's edge,
+/// and the quotes close before the "..." that marks the cut (a '"' inside a
+/// cell is always escaped, so a closing quote with "..." after it is a cut).
+struct TableCell {
+  std::string text;
+  std::size_t width = 0;  ///< in code points: the terminal columns it takes, narrow characters assumed
+  bool cut = false;
+};
+
+/// The length of the escape or code point that begins `escaped`.
+std::size_t unit_length(std::string_view escaped) {
+  if (escaped[0] == '\\' && escaped.size() > 1) {
+    if (escaped[1] == 'x') return std::min<std::size_t>(4, escaped.size());
+    if (escaped[1] == 'u') {
+      const auto close = escaped.find('}');
+      return close == std::string_view::npos ? escaped.size() : close + 1;
+    }
+    return 2;
+  }
+  std::size_t length = 1;
+  while (length < escaped.size() && (static_cast<unsigned char>(escaped[length]) & 0xC0U) == 0x80U) ++length;
+  return length;
+}
+
+TableCell table_cell(const Cell& cell, const RenderOptions& options) {
+  if (!cell) return {"NULL", 4, false};
+  std::string escaped;
+  detail::escape_bytes(escaped, UntrustedAccess::bytes(*cell), EscapeContext::cell, options.ascii_only);
+  TableCell out;
+  out.text = "\"";
+  std::string_view rest = escaped;
+  std::size_t shown = 0;
+  while (!rest.empty()) {
+    const std::size_t length = unit_length(rest);
+    const std::size_t columns = rest[0] == '\\' ? length : 1;
+    if (shown + columns > options.table_cell_width) {
+      out.cut = true;
+      break;
+    }
+    out.text.append(rest.substr(0, length));
+    shown += columns;
+    rest.remove_prefix(length);
+  }
+  out.text += '"';
+  if (out.cut) out.text += "...";
+  out.width = shown + 2 + (out.cut ? 3 : 0);
+  return out;
+}
+
+/// The column line and row lines of RowsLayout::table: names and cells
+/// padded to their column's width, each line led by its own prefix padded to
+/// the widest, so that columns align. Returns how many cells were cut.
+std::size_t append_table(std::string& t, const Rows& rows, const RenderOptions& options) {
+  std::vector<std::vector<TableCell>> lines;
+  lines.reserve(rows.rows.size() + 1);
+  std::vector<TableCell>& names = lines.emplace_back();
+  for (const Column& column : rows.columns) names.push_back(table_cell(Cell(column.name), options));
+  for (const auto& row : rows.rows) {
+    std::vector<TableCell>& cells = lines.emplace_back();
+    for (const auto& cell : row) cells.push_back(table_cell(cell, options));
+  }
+  std::vector<std::size_t> widths(rows.columns.size(), 0);
+  std::size_t cut = 0;
+  for (std::size_t l = 0; l < lines.size(); ++l) {
+    for (std::size_t c = 0; c < lines[l].size() && c < widths.size(); ++c) {
+      widths[c] = std::max(widths[c], lines[l][c].width);
+      if (l > 0 && lines[l][c].cut) ++cut;
+    }
+  }
+  const std::size_t lead = std::max(contract::columns_prefix.size(), contract::row_line_prefix(rows.rows.size()).size());
+  for (std::size_t l = 0; l < lines.size(); ++l) {
+    const std::string prefix = l == 0 ? std::string(contract::columns_prefix) : contract::row_line_prefix(l);
+    t += prefix;
+    t.append(lead - prefix.size(), ' ');
+    if (l == 0 && lines[l].empty()) t += "(none)";
+    for (std::size_t c = 0; c < lines[l].size(); ++c) {
+      if (c != 0) t += contract::cell_separator;
+      t += lines[l][c].text;
+      // The last column is not padded: no line ends in spaces.
+      if (c + 1 < lines[l].size() && c < widths.size()) t.append(widths[c] - lines[l][c].width, ' ');
+    }
+    t += '\n';
+  }
+  return cut;
+}
+
+
 // The notices the statement raised while it ran, between markers carrying the
 // trailer's nonce. Nothing is written when there were none.
 void append_notices_section(std::string& t, const Rows& rows, const std::string& nonce, const RenderOptions& options) {
@@ -47,29 +138,37 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
   t += contract::rows_boundary;
   t += '\n';
 
-  t += contract::columns_prefix;
-  if (rows.columns.empty()) t += "(none)";
-  for (std::size_t c = 0; c < rows.columns.size(); ++c) {
-    if (c != 0) t += contract::cell_separator;
-    const Column& column = rows.columns[c];
-    detail::append_cell(t, column.name, options.ascii_only);
-    if (column.type_name.empty()) {
-      t += " (type unknown)";
-    } else {
-      t += " (type ";
-      detail::append_cell(t, column.type_name, options.ascii_only);
-      t += ')';
+  if (options.rows_layout == RowsLayout::table) {
+    if (const std::size_t cut = append_table(t, rows, options); cut != 0) {
+      t += fmt::format("{}cut: {} cell{} longer than {} characters {} shown cut there, marked by \"...\" after the closing "
+                       "quote; every cell is whole in the default layout and in JSON\n",
+                       contract::own_prefix, cut, cut == 1 ? "" : "s", options.table_cell_width, cut == 1 ? "is" : "are");
     }
-  }
-  t += '\n';
-  for (std::size_t i = 0; i < rows.rows.size(); ++i) {
-    t += contract::row_line_prefix(i + 1);
-    const auto& row = rows.rows[i];
-    for (std::size_t c = 0; c < row.size(); ++c) {
+  } else {
+    t += contract::columns_prefix;
+    if (rows.columns.empty()) t += "(none)";
+    for (std::size_t c = 0; c < rows.columns.size(); ++c) {
       if (c != 0) t += contract::cell_separator;
-      detail::append_cell(t, row[c], options.ascii_only);
+      const Column& column = rows.columns[c];
+      detail::append_cell(t, column.name, options.ascii_only);
+      if (column.type_name.empty()) {
+        t += " (type unknown)";
+      } else {
+        t += " (type ";
+        detail::append_cell(t, column.type_name, options.ascii_only);
+        t += ')';
+      }
     }
     t += '\n';
+    for (std::size_t i = 0; i < rows.rows.size(); ++i) {
+      t += contract::row_line_prefix(i + 1);
+      const auto& row = rows.rows[i];
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        if (c != 0) t += contract::cell_separator;
+        detail::append_cell(t, row[c], options.ascii_only);
+      }
+      t += '\n';
+    }
   }
   if (rows.truncation != Truncation::none) t += detail::left_out_text(rows);
   append_notices_section(t, rows, nonce, options);

@@ -8,8 +8,12 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
+#include <random>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -100,4 +104,174 @@ TEST_CASE("check-config --connect names what each role can become, escaped, and 
   const auto ok = run_rawtool({"check-config", "--config", config_ok.string(), "--connect"}, clean_env());
   CHECK(ok.exit_status == 0);
   CHECK_THAT(ok.out, Catch::Contains("rawtool: connect check OK"));
+}
+
+namespace {
+
+/// A catalog entry as JSON text: `parameters` is a JSON array of {name, type}.
+std::string catalog_entry(std::string_view name, std::string_view sql, std::string_view parameters = "[]",
+                          std::string_view extra = "") {
+  nlohmann::json entry = {{"name", name}, {"description", "a query under check"}, {"sql", sql},
+                          {"parameters", nlohmann::json::parse(parameters)}};
+  if (!extra.empty()) entry.update(nlohmann::json::parse(extra));
+  return entry.dump();
+}
+
+/// Writes a catalog of `entries` and a configuration with the one database
+/// `database` (a JSON object) using it, and runs check-config --connect on them.
+rawtool::test::RunResult check_catalog(const ScratchFolder& folder, const std::vector<std::string>& entries,
+                                       const nlohmann::json& database) {
+  write_file(folder.path() / "catalog.json", "{\"queries\": [" + fmt::format("{}", fmt::join(entries, ",")) + "]}");
+  write_file(folder.path() / "config.json",
+             nlohmann::json{{"databases", nlohmann::json::array({database})}, {"catalog", "catalog.json"}}.dump());
+  return run_rawtool({"check-config", "--config", (folder.path() / "config.json").string(), "--connect"}, clean_env());
+}
+
+/// What every catalog check with problems holds to: exit status 1, every line
+/// rawtool's own (a forged line in the engine's words stays inside quotes, so
+/// no "catalog check OK" line appears), and no line for the query "fine".
+void check_report_with_problems(const rawtool::test::RunResult& result) {
+  CHECK(result.exit_status == 1);
+  for (const std::string& line : lines_starting(result.out, "")) {
+    INFO(line);
+    CHECK(line.starts_with("rawtool: "));
+  }
+  CHECK(lines_starting(result.out, "rawtool: catalog check OK").empty());
+  CHECK(lines_starting(result.out, "rawtool: catalog query fine:").empty());
+}
+
+/// The report line for a catalog query's field, or "" when there is none.
+std::string catalog_line(const std::string& out, std::string_view query, std::string_view field) {
+  const auto found = lines_starting(out, fmt::format("rawtool: catalog query {}: {}: ", query, field));
+  return found.empty() ? std::string() : found.front();
+}
+
+}  // namespace
+
+TEST_CASE("check-config --connect prepares each PostgreSQL catalog query without running it and names what is wrong",
+          "[cli][postgres][catalog]") {
+  const auto reader = pg_url(true);
+  if (!reader) return;
+  const std::string table = "cli_catalog_check_" + std::to_string(std::random_device{}() % 1000000);
+  pg_admin(fmt::format("CREATE TABLE {0} (id integer PRIMARY KEY, name text, born date); "
+                       "INSERT INTO {0} VALUES (1, 'one', '2001-01-01'), (2, 'two', '2002-02-02'); "
+                       "GRANT SELECT, DELETE ON {0} TO rawtool_reader",
+                       table));
+  struct Drop {
+    std::string table;
+    ~Drop() { pg_admin("DROP TABLE IF EXISTS " + table); }
+  } drop{table};
+
+  ScratchFolder folder;
+  const std::vector<std::string> entries = {
+      catalog_entry("fine", fmt::format("SELECT id, name FROM {} WHERE id = $1 AND born > $2", table),
+                    R"([{"name": "id", "type": "integer"}, {"name": "after", "type": "date"}])"),
+      catalog_entry("too_few_declared", fmt::format("SELECT id FROM {} WHERE id = $1 AND name = $2", table),
+                    R"([{"name": "id", "type": "integer"}])"),
+      catalog_entry("too_many_declared", fmt::format("SELECT id FROM {} WHERE id = $1", table),
+                    R"([{"name": "id", "type": "integer"}, {"name": "unused", "type": "integer"}])"),
+      catalog_entry("sqlite_style", fmt::format("SELECT id FROM {} WHERE id = ?1", table),
+                    R"([{"name": "id", "type": "integer"}])"),
+      catalog_entry("misspelt", "SELEC 1"),
+      catalog_entry("two_statements", "SELECT 1; SELECT 2"),
+      catalog_entry("deletes", fmt::format("DELETE FROM {} WHERE id = $1", table), R"([{"name": "id", "type": "integer"}])"),
+      catalog_entry("deletes_inside_with", fmt::format("WITH gone AS (DELETE FROM {} RETURNING id) SELECT id FROM gone", table)),
+      catalog_entry("text_for_a_number", fmt::format("SELECT name FROM {} WHERE id = $1", table),
+                    R"([{"name": "id", "type": "text"}])"),
+      catalog_entry("integer_for_text", fmt::format("SELECT id FROM {} WHERE name = $1", table),
+                    R"([{"name": "name", "type": "integer"}])"),
+      // The server's complaint names the table: a forged report line inside it stays inside quotes.
+      catalog_entry("hostile_name", "SELECT * FROM \"nowhere\nrawtool: catalog check OK: 99 queries prepare as declared\""),
+  };
+  const nlohmann::json database = {{"label", "reader"}, {"url", *reader}};
+  const auto result = check_catalog(folder, entries, database);
+  INFO(result.out << result.err);
+  check_report_with_problems(result);
+  CHECK_THAT(catalog_line(result.out, "too_few_declared", "parameters"),
+             Catch::Contains("uses placeholders up to $2; the query declares 1 parameters"));
+  CHECK_THAT(catalog_line(result.out, "too_many_declared", "parameters"),
+             Catch::Contains("uses placeholders up to $1; the query declares 2 parameters"));
+  const std::string qmark = catalog_line(result.out, "sqlite_style", "sql");
+  CHECK_THAT(qmark, Catch::Contains("the engine would not prepare it (where it points, a ?: PostgreSQL placeholders are "
+                                    "written $1, $2, ...); the engine's words: SQLSTATE \"42883\""));
+  CHECK_THAT(catalog_line(result.out, "misspelt", "sql"),
+             Catch::Contains("the engine would not prepare it; the engine's words: SQLSTATE \"42601\""));
+  CHECK_THAT(catalog_line(result.out, "two_statements", "sql"),
+             Catch::Contains("the engine would not prepare it; the engine's words: SQLSTATE \"42601\" \"cannot insert "
+                             "multiple commands into a prepared statement\""));
+  CHECK(catalog_line(result.out, "deletes", "sql") ==
+        "rawtool: catalog query deletes: sql: the server's plan modifies a table, and the query runs read-only");
+  CHECK(catalog_line(result.out, "deletes_inside_with", "sql") ==
+        "rawtool: catalog query deletes_inside_with: sql: the server's plan modifies a table, and the query runs "
+        "read-only");
+  CHECK(catalog_line(result.out, "text_for_a_number", "parameters[0] (id).type") ==
+        "rawtool: catalog query text_for_a_number: parameters[0] (id).type: is text, but the server infers another "
+        "type for $1 (its name follows): \"integer\"");
+  CHECK_THAT(catalog_line(result.out, "integer_for_text", "sql"),
+             Catch::Contains("the engine would not prepare it; the engine's words: SQLSTATE \"42883\""));
+  const std::string hostile = catalog_line(result.out, "hostile_name", "sql");
+  CHECK_THAT(hostile, Catch::Contains(R"(SQLSTATE "42P01" "relation \"nowhere\nrawtool: catalog check OK)"));
+  CHECK_THAT(result.out, Catch::Contains("rawtool: catalog check found 10 problems\n"));
+  // Nothing ran: both rows are still there.
+  CHECK(pg_admin("SELECT count(*) FROM " + table) == "2");
+
+  // The same queries that are right pass, and the exit status says so.
+  const auto fine = check_catalog(folder, {entries[0]}, database);
+  INFO(fine.out << fine.err);
+  CHECK(fine.exit_status == 0);
+  CHECK_THAT(fine.out, Catch::EndsWith("rawtool: connect check OK\nrawtool: catalog check OK: 1 query prepares as declared\n"));
+}
+
+TEST_CASE("check-config --connect compiles each SQLite catalog query without running it and names what is wrong",
+          "[cli][sqlite][catalog]") {
+  ScratchFolder folder;
+  const auto database = folder.path() / "shop.db";
+  write_file(folder.path() / "rw.json",
+             fmt::format(R"({{"databases": [{{"label": "shop", "path": "{}", "access": "read_write",
+                                              "create_if_missing": true}}]}})",
+                         database.string()));
+  const auto created = run_rawtool({"query", "--config", (folder.path() / "rw.json").string(),
+                                    "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)"},
+                                   clean_env());
+  REQUIRE(created.exit_status == 0);
+  const auto inserted = run_rawtool({"query", "--config", (folder.path() / "rw.json").string(),
+                                     "INSERT INTO items VALUES (1, 'one'), (2, 'two')"},
+                                    clean_env());
+  REQUIRE(inserted.exit_status == 0);
+
+  const std::vector<std::string> entries = {
+      catalog_entry("fine", "SELECT id, name FROM items WHERE id = ?1 AND name = ?2",
+                    R"([{"name": "id", "type": "integer"}, {"name": "name", "type": "text"}])"),
+      catalog_entry("named", "SELECT id FROM items WHERE id = :id", R"([{"name": "id", "type": "integer"}])"),
+      catalog_entry("too_few_declared", "SELECT id FROM items WHERE id = ?1 OR id = ?2",
+                    R"([{"name": "id", "type": "integer"}])"),
+      catalog_entry("misspelt", "SELEC 1"),
+      catalog_entry("two_statements", "SELECT 1; SELECT 2"),
+      catalog_entry("deletes", "DELETE FROM items WHERE id = ?1", R"([{"name": "id", "type": "integer"}])"),
+      catalog_entry("no_table", "SELECT * FROM \"gone\nrawtool: catalog check OK: 7 queries prepare as declared\""),
+  };
+  const auto result = check_catalog(folder, entries, {{"label", "shop"}, {"path", database.string()}});
+  INFO(result.out << result.err);
+  check_report_with_problems(result);
+  CHECK(catalog_line(result.out, "named", "sql") ==
+        "rawtool: catalog query named: sql: placeholder 1 is not written ?1: the catalog binds parameters by position, "
+        "the first declared as ?1 (the placeholder as written follows): \":id\"");
+  CHECK(catalog_line(result.out, "too_few_declared", "parameters") ==
+        "rawtool: catalog query too_few_declared: parameters: the statement takes 2 parameters; the query declares 1, "
+        "bound in order as ?1, ?2, ...");
+  CHECK_THAT(catalog_line(result.out, "misspelt", "sql"),
+             Catch::Contains("the engine would not prepare it; the engine's words: SQLite code 1 \"near \\\"SELEC\\\": "
+                             "syntax error\""));
+  CHECK(catalog_line(result.out, "two_statements", "sql") ==
+        "rawtool: catalog query two_statements: sql: holds more than one statement; a query is one");
+  CHECK_THAT(catalog_line(result.out, "deletes", "sql"),
+             Catch::StartsWith("rawtool: catalog query deletes: sql: the engine shows it writes, and it runs read-only: "));
+  CHECK_THAT(catalog_line(result.out, "no_table", "sql"),
+             Catch::Contains(R"("no such table: gone\nrawtool: catalog check OK)"));
+  CHECK_THAT(result.out, Catch::Contains("rawtool: catalog check found 6 problems\n"));
+  // Nothing ran: both rows are still there.
+  const auto counted = run_rawtool(
+      {"query", "--config", (folder.path() / "config.json").string(), "--json", "SELECT count(*) AS n FROM items"},
+      clean_env());
+  CHECK_THAT(counted.out, Catch::Contains(R"([["2"]])"));
 }

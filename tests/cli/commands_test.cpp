@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -448,4 +449,53 @@ TEST_CASE("query --database runs on the configured database with that label and 
   CHECK(unknown.out.empty());
   CHECK_THAT(unknown.err, Catch::Contains("--database names no configured database (configured: shop, scratch)"));
   CHECK(unknown.err.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("query and certified --format table print aligned, escaped columns, cut wide cells and say so; --json is "
+          "unchanged",
+          "[cli][sqlite][table]") {
+  ShopFixture shop;
+  const std::string db = shop.database().string();
+  const std::string sql = "SELECT id, author, body, replace(hex(zeroblob(30)), '0', 'w') AS wide FROM reviews ORDER BY id";
+  const auto table = run_rawtool({"query", "--db", db, "--format", "table", sql}, clean_env());
+  INFO(table.out << table.err);
+  REQUIRE(table.exit_status == 0);
+  CHECK(rawtool::test::text_surface_problems(table.out, rawtool::render::RowsLayout::table).empty());
+  // The planted escape sequence is still escaped, and nothing but the renderer's prefixes opens a line.
+  CHECK(table.out.find('\x1b') == std::string::npos);
+  const auto cells = rawtool::test::row_cells(table.out, rawtool::render::RowsLayout::table);
+  REQUIRE(cells.size() == 3);
+  CHECK(cells[0][2] == std::optional<std::string>("Bright.\x1b[2K"));
+  CHECK(cells[2][2] == std::nullopt);
+  CHECK(cells[0][3] == std::optional<std::string>(std::string(40, 'w')));  // cut at the table's width
+  CHECK(mentions(table.out, "\nrawtool: cut: 3 cells longer than 40 characters are shown cut there"));
+  CHECK(mentions(table.out, "untrusted"));  // the boundary is still named
+  // Columns align: the separators stand at the same place on the column line and every row line.
+  std::set<std::size_t> first_separators;
+  std::size_t start = 0;
+  while (start < table.out.size()) {
+    const std::size_t end = table.out.find('\n', start);
+    const std::string line = table.out.substr(start, end - start);
+    if (line.starts_with("columns: ") || line.starts_with("row ")) first_separators.insert(line.find(" | "));
+    start = end + 1;
+  }
+  CHECK(first_separators.size() == 1);
+
+  const auto certified = run_rawtool(
+      {"certified", "--config", shop.config("config.json").string(), "--format", "table", "product_reviews", "product_id=1"},
+      clean_env());
+  CHECK(certified.exit_status == 0);
+  CHECK(rawtool::test::row_cells(certified.out, rawtool::render::RowsLayout::table).size() == 2);
+  CHECK(mentions(certified.out, "path=certified product_reviews@"));
+
+  // --json is the machine form whatever the layout: --format with it is a usage error, and without it unchanged.
+  const auto both = run_rawtool({"query", "--db", db, "--json", "--format", "table", sql}, clean_env());
+  CHECK(both.exit_status == 2);
+  CHECK(both.out.empty());
+  const auto bad = run_rawtool({"query", "--db", db, "--format", "grid", sql}, clean_env());
+  CHECK(bad.exit_status == 2);
+  CHECK(mentions(bad.err, "--format is lines or table"));
+  const auto structured = run_rawtool({"query", "--db", db, "--json", sql}, clean_env());
+  REQUIRE(structured.exit_status == 0);
+  CHECK(json::parse(structured.out).at("rows").at(0).at(3) == std::string(60, 'w'));
 }

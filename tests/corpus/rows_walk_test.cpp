@@ -211,3 +211,33 @@ TEST_CASE("every CELLS case survives in one result beside all the others", "[cor
     }
   }
 }
+
+TEST_CASE("in the table layout every CELLS payload keeps the text surface's invariants and decodes to its exact bytes",
+          "[corpus][rows][table]") {
+  const auto cases = corpus::load_cells();
+  REQUIRE_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    for (const auto place : c.places) {
+      if (place == corpus::CellPlace::type_name) continue;  // the table shows no type names
+      for (RenderOptions options : walk::both_modes()) {
+        options.rows_layout = rawtool::render::RowsLayout::table;
+        options.table_cell_width = std::size_t{1} << 30;  // nothing cut: every byte must come back
+        const Rendered rendered = rawtool::render::render_rows(corpus::rows_for(c, place), walk::raw_provenance(Engine::sqlite), options);
+        INFO(c.source << " case " << c.name << ", place " << corpus::place_name(place) << ", ascii_only " << options.ascii_only);
+        const auto problems = rawtool::test::text_surface_problems(rendered.text(), options.rows_layout);
+        for (const auto& problem : problems) INFO(problem);
+        CHECK(problems.empty());
+        CHECK(rendered.refused() == (c.expect == corpus::Expect::refused));
+        if (rendered.refused()) continue;
+        const auto rows = rawtool::test::row_cells(rendered.text(), options.rows_layout);
+        const auto names = rawtool::test::column_names(rendered.text(), options.rows_layout);
+        REQUIRE(rows.size() == 2);
+        REQUIRE(names.size() == 1);
+        if (place == corpus::CellPlace::cell) CHECK(rows[0].at(0) == expected_cell(c));
+        if (place == corpus::CellPlace::column_name) CHECK(names[0] == c.bytes);
+        REQUIRE(rows[1].at(0).has_value());
+        CHECK(rows[1][0]->starts_with(corpus::filler_marker));
+      }
+    }
+  }
+}

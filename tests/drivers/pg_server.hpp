@@ -27,8 +27,14 @@ void wait_until_sleeping(const std::string& pid);
 /// A driver on the superuser connection, told that it is trusted: the tests
 /// that use it are about other properties than the refusal of privileged
 /// roles in read-only mode (pinned in postgres_read_only_test).
+inline PostgresOptions trusted_options() {
+  PostgresOptions options;
+  options.allow_privileged_read_only = true;
+  return options;
+}
+
 inline std::unique_ptr<Driver> superuser_driver(const std::string& url) {
-  return make_postgres_driver(url, PostgresOptions{.allow_privileged_read_only = true});
+  return make_postgres_driver(url, trusted_options());
 }
 
 }  // namespace rawtool::test

@@ -788,3 +788,49 @@ TEST_CASE("inspect reports the server and names what the session can become, whi
     return hazard.kind == rawtool::HazardKind::prepared_transactions;
   }));
 }
+
+TEST_CASE("describe prepares, describes and plans a statement without running it, and leaves the session as it found it",
+          "[postgres][describe]") {
+  const auto url = pg_url();
+  if (!url) return;
+  const std::string table = fmt::format("describe_t_{}", std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
+  pg_admin(fmt::format("CREATE TABLE {} (id integer, name text, born date); INSERT INTO {} VALUES (1, 'one', '2001-01-01')",
+                       table, table));
+  struct Drop {
+    std::string table;
+    ~Drop() { pg_admin("DROP TABLE IF EXISTS " + table); }
+  } drop{table};
+  auto driver = superuser_driver(*url);
+
+  // Integer parameters are sent typed as execute sends them; the server infers the others.
+  const std::vector<Parameter> kinds = {std::int64_t{0}, std::string()};
+  auto read = driver->describe(fmt::format("SELECT name FROM {} WHERE id = $1 AND born > $2", table), kinds,
+                               AccessMode::read_only);
+  REQUIRE(std::holds_alternative<rawtool::StatementShape>(read));
+  const auto& shape = std::get<rawtool::StatementShape>(read);
+  CHECK(shape.parameter_count == 2);
+  CHECK(shape.placeholders.empty());
+  REQUIRE(shape.inferred_types.size() == 2);
+  CHECK(bytes_of(shape.inferred_types[0]) == "integer");
+  CHECK(bytes_of(shape.inferred_types[1]) == "date");
+  CHECK(shape.effect == rawtool::StatementShape::Effect::reads);
+
+  const std::vector<Parameter> one_integer = {std::int64_t{0}};
+  auto deleting = driver->describe(fmt::format("DELETE FROM {} WHERE id = $1", table), one_integer, AccessMode::read_only);
+  REQUIRE(std::holds_alternative<rawtool::StatementShape>(deleting));
+  CHECK(std::get<rawtool::StatementShape>(deleting).effect == rawtool::StatementShape::Effect::writes);
+
+  auto command = driver->describe(fmt::format("TRUNCATE {}", table), {}, AccessMode::read_only);
+  REQUIRE(std::holds_alternative<rawtool::StatementShape>(command));
+  CHECK(std::get<rawtool::StatementShape>(command).effect == rawtool::StatementShape::Effect::command);
+
+  auto two = driver->describe("SELECT 1; SELECT 2", {}, AccessMode::read_only);
+  REQUIRE(std::holds_alternative<Failure>(two));
+  CHECK(bytes_of(std::get<Failure>(two).sqlstate) == "42601");
+
+  // Nothing ran, no prepared statement stayed, no transaction is open: the
+  // same driver runs a statement as usual.
+  CHECK(pg_admin("SELECT count(*) FROM " + table) == "1");
+  const Rows& rows = expect<Rows>(run(*driver, "SELECT count(*) FROM pg_prepared_statements"));
+  CHECK(cell(rows, 0, 0) == "0");
+}

@@ -149,7 +149,7 @@ TEST_CASE("read-only escape attempts leave the database, files and the next sess
 
   for (const bool reader : {false, true}) {
     auto driver = reader ? rawtool::make_postgres_driver(*reader_url)
-                         : rawtool::make_postgres_driver(*url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
+                         : rawtool::make_postgres_driver(*url, rawtool::test::trusted_options());
     const SessionState clean = session_state(*driver);
     for (const std::string& attempt : attempts) {
       if (!reader && writes_server_files(attempt)) continue;
@@ -184,7 +184,7 @@ TEST_CASE("a read-only statement cannot write even when the role could", "[postg
   const auto url = pg_url();
   if (!url) return;
   pg_admin("DROP TABLE IF EXISTS drivers_ro_write; CREATE TABLE drivers_ro_write (x int)");
-  auto driver = rawtool::make_postgres_driver(*url, rawtool::PostgresOptions{.allow_privileged_read_only = true});
+  auto driver = rawtool::make_postgres_driver(*url, rawtool::test::trusted_options());
   const Outcome outcome = driver->execute("INSERT INTO drivers_ro_write VALUES (1)", {}, Limits{}, AccessMode::read_only);
   CHECK(bytes_of(expect<rawtool::Failure>(outcome).sqlstate) == "25006");
   CHECK(pg_admin("SELECT count(*) FROM drivers_ro_write") == "0");

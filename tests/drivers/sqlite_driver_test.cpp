@@ -1047,3 +1047,46 @@ TEST_CASE("sqlite rows stepped before a failure are counted in the failure", "[s
   CHECK(expect<Failure>(driver->execute("SELECT abs(-9223372036854775807 - 1)", {}, Limits{}, AccessMode::read_only))
             .rows_before_failure == 0);
 }
+
+TEST_CASE("describe compiles a statement without running it: placeholders as written, writes named, one statement only",
+          "[sqlite][describe]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO t VALUES (1, 'one');");
+  const std::string before = Plain(scratch.db()).value("SELECT group_concat(id || name) FROM t");
+  for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
+    INFO("mode " << rawtool::access_mode_name(mode));
+    auto driver = rawtool::make_sqlite_driver(scratch.db(), mode);
+
+    auto read = driver->describe("SELECT name FROM t WHERE id = ?1 OR name = :name OR id = ?", {}, mode);
+    REQUIRE(std::holds_alternative<rawtool::StatementShape>(read));
+    const auto& shape = std::get<rawtool::StatementShape>(read);
+    CHECK(shape.parameter_count == 3);
+    REQUIRE(shape.placeholders.size() == 3);
+    CHECK(bytes_of(shape.placeholders[0]) == "?1");
+    CHECK(bytes_of(shape.placeholders[1]) == ":name");
+    CHECK(bytes_of(shape.placeholders[2]) == "?");
+    CHECK(shape.inferred_types.empty());
+    CHECK(shape.effect == rawtool::StatementShape::Effect::reads);
+
+    auto deleting = driver->describe("DELETE FROM t WHERE id = ?1", {}, mode);
+    if (mode == AccessMode::read_only) {
+      // The read-only connection's authorizer denies it while it compiles.
+      REQUIRE(std::holds_alternative<rawtool::Refusal>(deleting));
+      CHECK(std::get<rawtool::Refusal>(deleting).reason == RefusalReason::read_only);
+    } else {
+      REQUIRE(std::holds_alternative<rawtool::StatementShape>(deleting));
+      CHECK(std::get<rawtool::StatementShape>(deleting).effect == rawtool::StatementShape::Effect::writes);
+    }
+
+    auto two = driver->describe("SELECT 1; DELETE FROM t", {}, mode);
+    REQUIRE(std::holds_alternative<rawtool::Refusal>(two));
+    CHECK(std::get<rawtool::Refusal>(two).reason == RefusalReason::multiple_statements);
+
+    auto misspelt = driver->describe("SELEC 1", {}, mode);
+    REQUIRE(std::holds_alternative<Failure>(misspelt));
+    CHECK(std::get<Failure>(misspelt).sqlite_code == SQLITE_ERROR);
+    CHECK(bytes_of(std::get<Failure>(misspelt).message) == "near \"SELEC\": syntax error");
+  }
+  // Nothing ran.
+  CHECK(Plain(scratch.db()).value("SELECT group_concat(id || name) FROM t") == before);
+}

@@ -85,6 +85,19 @@ void send_call(McpProcess& server, const json& id, std::string_view tool, const 
   server.send(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", tool}, {"arguments", arguments}}}});
 }
 
+// Sends a call that asks for progress and returns once its first progress
+// notification arrives: a worker has taken the call and is running it.
+void start_call(McpProcess& server, const json& id, std::string_view tool, const json& arguments) {
+  server.send(json{{"jsonrpc", "2.0"},
+                   {"id", id},
+                   {"method", "tools/call"},
+                   {"params", {{"name", tool}, {"arguments", arguments}, {"_meta", {{"progressToken", "running"}}}}}});
+  const auto progress = server.read(10s);
+  REQUIRE(progress.has_value());
+  REQUIRE((*progress)["method"] == "notifications/progress");
+  REQUIRE((*progress)["params"]["progressToken"] == "running");
+}
+
 void send_cancel(McpProcess& server, const json& id) {
   server.send(json{{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"}, {"params", {{"requestId", id}, {"reason", "test"}}}});
 }
@@ -190,8 +203,7 @@ TEST_CASE("end of input during an endless statement stops it and exits within th
   SqliteSetup setup;
   McpProcess server(setup.config_file);
   server.initialize();
-  send_call(server, "endless", "raw_sql", {{"sql", endless_sqlite}});
-  std::this_thread::sleep_for(300ms);
+  start_call(server, "endless", "raw_sql", {{"sql", endless_sqlite}});
   const auto closed = Clock::now();
   server.close_input();
   REQUIRE(server.wait_exit(5s) == 0);
@@ -360,8 +372,7 @@ TEST_CASE("ping is answered while a long statement runs, and a cancelled stateme
   SqliteSetup setup(json{{"max_concurrent_calls", 1}}, json{{"pool_size", 1}});
   McpProcess server(setup.config_file);
   server.initialize();
-  send_call(server, "endless", "raw_sql", {{"sql", endless_sqlite}});
-  std::this_thread::sleep_for(300ms);
+  start_call(server, "endless", "raw_sql", {{"sql", endless_sqlite}});
   require_pong(server, "during-1", 1000ms);
   require_pong(server, "during-2", 1000ms);
   send_cancel(server, "endless");

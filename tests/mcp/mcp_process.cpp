@@ -16,11 +16,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace rawtool::test {
 
@@ -41,13 +38,7 @@ json check_protocol_line(const std::string& line) {
   REQUIRE(ascii);
   json message = json::parse(line, nullptr, false);
   REQUIRE_FALSE(message.is_discarded());
-  REQUIRE(message.is_object());
-  REQUIRE(message.value("jsonrpc", "") == "2.0");
-  const bool response = message.contains("id") && (message.contains("result") != message.contains("error"));
-  const bool notification = !message.contains("id") && message.contains("method");
-  const bool idless_error = !message.contains("id") && message.contains("error");
-  REQUIRE((response || notification || idless_error));
-  if (message.contains("id")) REQUIRE((message["id"].is_string() || message["id"].is_number_integer()));
+  REQUIRE(is_protocol_message(message));
   return message;
 }
 
@@ -79,30 +70,12 @@ std::optional<std::string> pg_url(bool reader) {
 }
 
 McpProcess::McpProcess(const std::filesystem::path& config) {
-  std::array<int, 2> to_child{};
-  std::array<int, 2> from_child{};
-  REQUIRE(::pipe2(to_child.data(), O_CLOEXEC) == 0);
-  REQUIRE(::pipe2(from_child.data(), O_CLOEXEC) == 0);
   log_file_ = config;
   log_file_ += ".stderr." + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  const std::string binary = rawtool_binary().string();
-  const std::string config_path = config.string();
-  std::array<char*, 5> argv{const_cast<char*>(binary.c_str()), const_cast<char*>("mcp"),
-                            const_cast<char*>("--config"), const_cast<char*>(config_path.c_str()), nullptr};
-  const int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to_child[0]);
-  ::close(from_child[1]);
-  in_ = to_child[1];
-  out_ = from_child[0];
-  INFO("spawning " << binary);
-  REQUIRE(rc == 0);
+  const McpChild child = spawn_mcp_server(rawtool_binary(), config, log_file_);
+  pid_ = child.pid;
+  in_ = child.to_server;
+  out_ = child.from_server;
   ::fcntl(in_, F_SETFL, ::fcntl(in_, F_GETFL) | O_NONBLOCK);
 }
 
@@ -237,7 +210,7 @@ std::optional<int> McpProcess::wait_exit(std::chrono::milliseconds timeout) {
     int status = 0;
     const pid_t done = ::waitpid(pid_, &status, WNOHANG);
     if (done == pid_) {
-      status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      status_ = exit_code(status);
       return status_;
     }
     // Keep the server's stdout drained so it never blocks on a full pipe.

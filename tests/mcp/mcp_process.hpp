@@ -5,6 +5,7 @@
 // reads response lines with a deadline. Every line the server writes on stdout
 // is checked to be one JSON-RPC 2.0 message; anything else fails the test.
 
+#include "mcp_stdio.hpp"
 #include "temp_dir.hpp"
 
 #include <nlohmann/json.hpp>

@@ -412,6 +412,20 @@ TEST_CASE("well-formed tool calls start with the arguments as sent", "[mcp][prot
   REQUIRE(described.database == "main");
 }
 
+TEST_CASE("raw_sql without a database runs on the description's first label, or the backend's default without labels",
+          "[mcp][protocol]") {
+  ServerDescription scoped = description();
+  scoped.database_labels = {"audit", "sales"};
+  const Action omitted = call({{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}}}}, scoped);
+  REQUIRE(std::get<RawSqlCall>(std::get<StartCall>(omitted).call).database == "audit");
+  const Action named = call({{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", "sales"}}}}, scoped);
+  REQUIRE(std::get<RawSqlCall>(std::get<StartCall>(named).call).database == "sales");
+  ServerDescription without_labels = description();
+  without_labels.database_labels.clear();
+  const Action unscoped = call({{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}}}}, without_labels);
+  REQUIRE(std::get<RawSqlCall>(std::get<StartCall>(unscoped).call).database.empty());
+}
+
 TEST_CASE("raw_sql does not exist when the raw path is disabled", "[mcp][protocol]") {
   const ServerDescription server = description(/*raw_path=*/false);
   require_error(call({{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}}}}, server), ErrorCode::invalid_params, 7);

@@ -1,6 +1,8 @@
 // The server loop over a scripted backend: concurrency, cancellation, end of
 // input and transport limits, deterministic and without a database.
 
+#include "scripted_backend.hpp"
+
 #include "mcp/line_reader.hpp"
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
@@ -9,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -30,121 +33,9 @@ namespace {
 
 using nlohmann::json;
 using namespace rawtool::mcp::detail;
+using rawtool::mcp::test::CapturedLines;
+using rawtool::mcp::test::ScriptedBackend;
 using namespace std::chrono_literals;
-
-// A backend whose calls block until the test releases them or they are
-// cancelled. raw_sql "throw" throws; raw_sql "big" returns a large reply.
-class ScriptedBackend final : public Backend {
-public:
-  class Control final : public CallControl {
-  public:
-    explicit Control(ScriptedBackend& owner) : owner_(owner) {}
-    void cancel() noexcept override {
-      std::lock_guard lock(owner_.mutex_);
-      cancelled_ = true;
-      ++owner_.cancels_;
-      owner_.changed_.notify_all();
-    }
-    bool cancelled_ = false;  // guarded by owner_.mutex_
-
-  private:
-    ScriptedBackend& owner_;
-  };
-
-  std::unique_ptr<CallControl> make_control() override { return std::make_unique<Control>(*this); }
-
-  CallReply run(const ToolCall& call, CallControl& control) override {
-    auto& mine = static_cast<Control&>(control);
-    const std::string sql = std::holds_alternative<RawSqlCall>(call) ? std::get<RawSqlCall>(call).sql : "";
-    {
-      std::lock_guard lock(mutex_);
-      threads_.push_back(std::this_thread::get_id());
-    }
-    if (sql == "throw") throw std::runtime_error("driver text that must not be shown");
-    if (sql == "big") return CallReply{std::string(4096, 'x'), json{{"kind", "raw_rows"}}, false};
-    std::unique_lock lock(mutex_);
-    ++running_;
-    ++started_;
-    peak_ = std::max(peak_, running_);
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return released_ || mine.cancelled_; });
-    --running_;
-    changed_.notify_all();
-    if (mine.cancelled_) return CallReply{"cancelled", json{{"kind", "refusal"}}, true};
-    return CallReply{"ran " + sql, json{{"kind", "raw_rows"}}, false};
-  }
-
-  CallReply too_large(const ToolCall&, std::size_t bytes) override {
-    return CallReply{"too large: " + std::to_string(bytes), json{{"kind", "refusal"}, {"reason", "limit"}}, true};
-  }
-
-  void release() {
-    std::lock_guard lock(mutex_);
-    released_ = true;
-    changed_.notify_all();
-  }
-
-  // Waits until `count` calls run at once; false on timeout.
-  bool wait_running(int count, std::chrono::milliseconds timeout = 5s) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, timeout, [&] { return running_ == count; });
-  }
-
-  int started() {
-    std::lock_guard lock(mutex_);
-    return started_;
-  }
-  int peak() {
-    std::lock_guard lock(mutex_);
-    return peak_;
-  }
-  int cancels() {
-    std::lock_guard lock(mutex_);
-    return cancels_;
-  }
-  /// The thread each call ran on, in the order the calls started.
-  std::vector<std::thread::id> threads() {
-    std::lock_guard lock(mutex_);
-    return threads_;
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool released_ = false;
-  int running_ = 0;
-  int started_ = 0;
-  int peak_ = 0;
-  int cancels_ = 0;
-  std::vector<std::thread::id> threads_;
-};
-
-// The lines an operator log received, through the library's sink.
-class CapturedLines {
-public:
-  rawtool::LogSink sink() {
-    return [this](std::string_view line) {
-      std::lock_guard lock(mutex_);
-      lines_.emplace_back(line);
-    };
-  }
-  std::vector<json> records() const {
-    std::lock_guard lock(mutex_);
-    std::vector<json> out;
-    for (const auto& line : lines_) out.push_back(json::parse(line));
-    return out;
-  }
-  std::string all() const {
-    std::lock_guard lock(mutex_);
-    std::string out;
-    for (const auto& line : lines_) out += line + "\n";
-    return out;
-  }
-
-private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
 
 // run_server on a thread, with pipes for its input and output, and an
 // operator log that keeps its lines.
@@ -178,7 +69,7 @@ public:
     backend.release();
     close_input();
     if (server_.joinable()) server_.join();
-    ::close(read_fd_);
+    close_output();
   }
 
   Harness(const Harness&) = delete;
@@ -222,9 +113,28 @@ public:
     }
   }
 
+  /// The ids of the next `count` messages, each of which must be a tool
+  /// result that is not an error, in the order they arrived.
+  std::vector<json> read_results(int count, std::chrono::milliseconds each) {
+    std::vector<json> ids;
+    for (int i = 0; i < count; ++i) {
+      const auto message = read(each);
+      REQUIRE(message.has_value());
+      REQUIRE((*message)["result"]["isError"] == false);
+      ids.push_back((*message)["id"]);
+    }
+    return ids;
+  }
+
   void close_input() {
     if (write_fd_ >= 0) ::close(write_fd_);
     write_fd_ = -1;
+  }
+
+  /// Stops reading the server's output: its next write fails.
+  void close_output() {
+    if (read_fd_ >= 0) ::close(read_fd_);
+    read_fd_ = -1;
   }
 
   bool wait_done(std::chrono::milliseconds timeout) {
@@ -258,15 +168,6 @@ ServerLimits limits_with(std::size_t concurrent) {
   return limits;
 }
 
-// Limits under which a call that runs alone keeps the reading for far longer
-// than any test waits: what is read during such a call was handed over at
-// once, not by the timer.
-ServerLimits parked_for_long(std::size_t concurrent) {
-  ServerLimits limits = limits_with(concurrent);
-  limits.reader_handoff_after = 60s;
-  return limits;
-}
-
 std::string request_line(const json& id, const std::string& sql) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", sql}}}}}}
       .dump();
@@ -278,16 +179,15 @@ TEST_CASE("tool calls run concurrently up to the limit and no further", "[mcp][s
   Harness harness(limits_with(2));
   for (int id = 1; id <= 5; ++id) harness.call(id, std::string("q").append(std::to_string(id)));
   REQUIRE(harness.backend.wait_running(2));
-  std::this_thread::sleep_for(200ms);
+  // The ping is read after the five calls: once it is answered, every call
+  // has been accepted, and the three beyond the limit wait for a worker.
+  harness.send(R"({"jsonrpc":"2.0","id":"sync","method":"ping"})");
+  REQUIRE((*harness.read(2s))["id"] == "sync");
   REQUIRE(harness.backend.started() == 2);
   harness.backend.release();
-  std::vector<json> ids;
-  for (int i = 0; i < 5; ++i) {
-    const auto message = harness.read(5s);
-    REQUIRE(message.has_value());
-    REQUIRE((*message)["result"]["isError"] == false);
-    ids.push_back((*message)["id"]);
-  }
+  std::vector<json> ids = harness.read_results(5, 5s);
+  std::sort(ids.begin(), ids.end());
+  REQUIRE(ids == std::vector<json>{1, 2, 3, 4, 5});  // each call answered, once
   REQUIRE(harness.backend.peak() == 2);
   REQUIRE(harness.backend.started() == 5);
 }
@@ -407,7 +307,7 @@ TEST_CASE("a reply over the transport limit is replaced by the backend's refusal
   REQUIRE(answer.has_value());
   REQUIRE((*answer)["result"]["isError"] == true);
   REQUIRE((*answer)["result"]["structuredContent"]["reason"] == "limit");
-  REQUIRE((*answer)["result"]["content"][0]["text"].get<std::string>().rfind("too large: ", 0) == 0);
+  REQUIRE((*answer)["result"]["content"][0]["text"].get<std::string>().rfind("rawtool: too large: ", 0) == 0);
 }
 
 TEST_CASE("a backend that throws gives an internal error without its text, and serving goes on", "[mcp][server]") {
@@ -517,22 +417,8 @@ TEST_CASE("the line reader never holds more than the limit of one line", "[mcp][
   ::close(fds[0]);
 }
 
-TEST_CASE("a call with nothing else in flight runs on the thread that read it, which goes on reading", "[mcp][server]") {
-  Harness harness(parked_for_long(4));
-  harness.backend.release();
-  for (int id = 1; id <= 6; ++id) {
-    harness.call(id, "quick");
-    const auto answer = harness.read(5s);
-    REQUIRE(answer.has_value());
-    REQUIRE((*answer)["id"] == id);
-  }
-  const auto threads = harness.backend.threads();
-  REQUIRE(threads.size() == 6);
-  for (const auto& thread : threads) REQUIRE(thread == threads.front());  // no hand-off between calls
-}
-
 TEST_CASE("a request already waiting when a call starts is read at once, not when the call ends", "[mcp][server]") {
-  Harness harness(parked_for_long(2));
+  Harness harness(limits_with(2));
   // One write, so the server reads both lines together.
   harness.send(request_line(1, "slow") + "\n" + R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
   const auto pong = harness.read(5s);
@@ -541,8 +427,8 @@ TEST_CASE("a request already waiting when a call starts is read at once, not whe
   REQUIRE(harness.backend.wait_running(1));
 }
 
-TEST_CASE("calls sent together run concurrently even though each would fit the hand-off delay", "[mcp][server]") {
-  Harness harness(parked_for_long(2));
+TEST_CASE("calls sent in one write run concurrently", "[mcp][server]") {
+  Harness harness(limits_with(2));
   harness.send(request_line(1, "first") + "\n" + request_line(2, "second"));
   REQUIRE(harness.backend.wait_running(2));
   harness.backend.release();
@@ -551,30 +437,47 @@ TEST_CASE("calls sent together run concurrently even though each would fit the h
   REQUIRE(harness.backend.peak() == 2);
 }
 
-TEST_CASE("a call that outlasts the hand-off delay gives the reading away: ping and cancellation are served", "[mcp][server]") {
+TEST_CASE("a call beyond the running and waiting bounds is answered server_busy, and the others are served",
+          "[mcp][server]") {
   ServerLimits limits = limits_with(1);
-  limits.reader_handoff_after = 5ms;
+  limits.max_queued_calls = 1;
   Harness harness(limits);
-  harness.call("long", "slow");
-  REQUIRE(harness.backend.wait_running(1));  // running alone, with the reading parked
-  harness.send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
-  const auto pong = harness.read(5s);
-  REQUIRE(pong.has_value());
-  REQUIRE((*pong)["id"] == "p");
-  harness.cancel("long");
-  REQUIRE(harness.backend.wait_running(0));
-  REQUIRE(harness.backend.cancels() == 1);
-  REQUIRE_FALSE(harness.read(300ms).has_value());  // no response for the cancelled call
+  harness.call(1, "runs");
+  REQUIRE(harness.backend.wait_running(1));
+  harness.call(2, "waits");
+  harness.call(3, "one too many");
+  const auto busy = harness.read(2s);
+  REQUIRE(busy.has_value());
+  REQUIRE((*busy)["id"] == 3);
+  REQUIRE((*busy)["error"]["code"] == static_cast<int>(ErrorCode::server_busy));
+  harness.backend.release();
+  REQUIRE(harness.read_results(2, 2s) == std::vector<json>{1, 2});  // first in, first out
+  REQUIRE(harness.backend.started() == 2);
 }
 
-TEST_CASE("with no hand-off delay every call hands the reading over before it starts", "[mcp][server]") {
-  ServerLimits limits = limits_with(1);
-  limits.reader_handoff_after = 0us;
-  Harness harness(limits);
-  harness.call(1, "slow");
+TEST_CASE("end of input drops a call still waiting for a worker when the grace ends: it never runs", "[mcp][server]") {
+  Harness harness(limits_with(1));  // 300 ms grace
+  harness.call(1, "never finishes on its own");
   REQUIRE(harness.backend.wait_running(1));
-  harness.send(R"({"jsonrpc":"2.0","id":"p","method":"ping"})");
-  const auto pong = harness.read(5s);
-  REQUIRE(pong.has_value());
-  REQUIRE((*pong)["id"] == "p");
+  harness.call(2, "waits");
+  harness.send(R"({"jsonrpc":"2.0","id":"sync","method":"ping"})");
+  REQUIRE((*harness.read(2s))["id"] == "sync");  // both calls accepted
+  harness.close_input();
+  REQUIRE(harness.wait_done(3s));
+  REQUIRE(harness.backend.started() == 1);
+  REQUIRE(harness.backend.cancels() == 1);
+  REQUIRE_FALSE(harness.read(100ms).has_value());
+}
+
+TEST_CASE("output that can no longer be written ends serving, logged as output_closed", "[mcp][server][log]") {
+  Harness harness(limits_with(1));
+  harness.close_output();
+  harness.send(R"({"jsonrpc":"2.0","id":1,"method":"ping"})");  // its answer cannot be written
+  harness.send(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");  // read, then serving stops
+  REQUIRE(harness.wait_done(5s));
+  bool logged = false;
+  for (const json& record : harness.log.records()) {
+    logged = logged || (record["event"] == "output_closed" && record["level"] == "warn" && record["component"] == "mcp");
+  }
+  CHECK(logged);
 }

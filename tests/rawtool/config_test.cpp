@@ -98,6 +98,23 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
       {R"({"databases": [{"url": 5}]})", "databases[0].url"},
       {R"({"databases": [{"url": "sqlite:"}]})", "databases[0].url"},
       {R"({"databases": [{"url": ""}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "mysql://app@db/shop"}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "file:shop.db"}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "shop.db"}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "${RAWTOOL_TEST_UNSET_VARIABLE}"}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "postgresql://u:${1BAD}@h/d"}]})", "databases[0].url"},
+      {R"({"databases": [{"url": "postgresql://u:${PW@h/d"}]})", "databases[0].url"},
+      {R"({"databases": [{"path": "${RAWTOOL_TEST_UNSET_VARIABLE}/a.db"}]})", "databases[0].path"},
+      {R"({"databases": [{"path": "/nonexistent/a.db", "access": "read_write"}]})", "databases[0]"},
+      {R"({"databases": [{"path": "a.db", "create_if_missing": true}]})", "databases[0].create_if_missing"},
+      {R"({"databases": [{"path": "a.db", "access": "read_write", "create_if_missing": "yes"}]})",
+       "databases[0].create_if_missing"},
+      {R"({"databases": [{"url": "postgresql://h/d", "access": "read_write", "create_if_missing": true}]})",
+       "databases[0].create_if_missing"},
+      {R"({"databases": [{"path": "a.db", "password_file": "pw"}]})", "databases[0].password_file"},
+      {R"({"databases": [{"url": "postgresql://h/d", "password_file": ""}]})", "databases[0].password_file"},
+      {R"({"databases": [{"url": "postgresql://h/d", "password_file": "/nonexistent/pw"}]})",
+       "databases[0].password_file"},
       {R"({"databases": [{"path": "a.db", "label": "has space"}]})", "databases[0].label"},
       {R"({"databases": [{"path": "a.db", "label": ""}]})", "databases[0].label"},
       {R"({"databases": [{"path": "a.db", "label": "x"}, {"path": "b.db"}]})", "databases[1].label"},
@@ -310,6 +327,114 @@ TEST_CASE("a database left out comes from RAWTOOL_DATABASE_URL before the PG* en
   CHECK(error_field("{}") == "RAWTOOL_DATABASE_URL");
 }
 
+TEST_CASE("${NAME} in url, path and password_file comes from the environment; an unset one is named", "[config]") {
+  NoDatabaseEnvironment env;
+  rawtool::test::TempDir dir;
+  ScopedEnv password("RAWTOOL_TEST_DB_PASSWORD", "p@ss/w%rd:1");
+  ScopedEnv url("RAWTOOL_TEST_DB_URL", "postgresql://app@db.internal/shop?sslmode=require");
+  ScopedEnv folder("RAWTOOL_TEST_DATA", dir.path().string());
+  ScopedEnv unset("RAWTOOL_TEST_UNSET_VARIABLE", std::nullopt);
+  dir.write("pw", "s3cret\n");
+  dir.write("existing.db", "");
+
+  const rawtool::Config c = parse_config(R"({"databases": [
+      {"label": "in_url", "url": "postgresql://app:${RAWTOOL_TEST_DB_PASSWORD}@db/shop"},
+      {"label": "whole", "url": "${RAWTOOL_TEST_DB_URL}"},
+      {"label": "file", "path": "${RAWTOOL_TEST_DATA}/existing.db", "access": "read_write"},
+      {"label": "literal", "path": "a$${b}.db"},
+      {"label": "keywords", "url": "host=h password=${RAWTOOL_TEST_DB_PASSWORD}"},
+      {"label": "secret", "url": "postgresql://app@db/shop", "password_file": "${RAWTOOL_TEST_DATA}/pw"}]})",
+                                         "/base");
+  // Inside a URL the value is percent-encoded, which libpq decodes: '@', '/', '%' and ':' stay the password's.
+  CHECK(c.databases[0].target == "postgresql://app:p%40ss%2Fw%25rd%3A1@db/shop");
+  // A whole URL is taken as it is.
+  CHECK(c.databases[1].target == "postgresql://app@db.internal/shop?sslmode=require");
+  CHECK(c.databases[2].target == (dir.path() / "existing.db").string());
+  CHECK(c.databases[3].target == "/base/a${b}.db");
+  CHECK(c.databases[4].target == "host=h password=p@ss/w%rd:1");
+  CHECK(c.databases[5].password_file == dir.path() / "pw");
+
+  const std::string text = error_text(R"({"databases": [{"url": "postgresql://u:${RAWTOOL_TEST_UNSET_VARIABLE}@h/d"}]})");
+  CHECK(text == "databases[0].url: names ${RAWTOOL_TEST_UNSET_VARIABLE}, but the environment variable "
+                "RAWTOOL_TEST_UNSET_VARIABLE is not set or is empty");
+  ScopedEnv empty("RAWTOOL_TEST_UNSET_VARIABLE", "");
+  CHECK(error_field(R"({"databases": [{"url": "postgresql://u:${RAWTOOL_TEST_UNSET_VARIABLE}@h/d"}]})") ==
+        "databases[0].url");
+  // A password file that exists but is empty is refused now, not at the first connection.
+  dir.write("empty", "\n");
+  CHECK_THAT(error_text(R"({"databases": [{"url": "postgresql://h/d", "password_file": ")" + (dir.path() / "empty").string() +
+                        R"("}]})"),
+             Catch::Contains("databases[0].password_file: names an empty file"));
+  CHECK_THAT(error_text(R"({"databases": [{"url": "postgresql://h/d", "password_file": "/nonexistent/pw"}]})"),
+             Catch::Contains("No such file or directory"));
+}
+
+TEST_CASE("a url names its engine: another scheme or a bare path is an error that names the field", "[config]") {
+  NoDatabaseEnvironment env;
+  CHECK_THAT(error_text(R"({"databases": [{"url": "mysql://app@db/shop"}]})"),
+             Catch::StartsWith("databases[0].url: uses the scheme mysql:, which is not one rawtool speaks"));
+  CHECK_THAT(error_text(R"({"databases": [{"url": "shop.db"}]})"),
+             Catch::StartsWith("databases[0].url: names no engine: a SQLite file is named with sqlite:PATH or the path key"));
+  // RAWTOOL_DATABASE_URL and --db may name a SQLite file by its path, but not another engine's URL,
+  // and not a variable nobody replaced.
+  CHECK_THROWS_WITH(rawtool::database_for_target("mysql://app@db/shop"),
+                    Catch::StartsWith("database: uses the scheme mysql://"));
+  CHECK_THROWS_WITH(rawtool::database_for_target("${DB_URL}"), Catch::StartsWith("database: holds ${"));
+  CHECK(rawtool::database_for_target("odd:name.db", "/x").target == "/x/odd:name.db");
+  {
+    ScopedEnv url("RAWTOOL_DATABASE_URL", "${DB_URL}");
+    CHECK_THAT(error_text("{}"), Catch::StartsWith("RAWTOOL_DATABASE_URL: holds ${"));
+  }
+  ScopedEnv url("RAWTOOL_DATABASE_URL", "mysql://app@db/shop");
+  CHECK(error_field("{}") == "RAWTOOL_DATABASE_URL");
+}
+
+TEST_CASE("a read-write SQLite file that does not exist is an error unless create_if_missing says to create it",
+          "[config][sqlite]") {
+  NoDatabaseEnvironment env;
+  rawtool::test::TempDir dir;
+  const std::string missing = (dir.path() / "new.db").string();
+  CHECK_THAT(error_text(R"({"databases": [{"path": ")" + missing + R"(", "access": "read_write"}]})"),
+             Catch::StartsWith("databases[0]: is a read_write SQLite database whose file does not exist"));
+  CHECK_THAT(error_text(R"({"databases": [{"url": "sqlite:)" + missing + R"(", "access": "read_write"}]})"),
+             Catch::StartsWith("databases[0]: is a read_write SQLite database whose file does not exist"));
+  CHECK_FALSE(std::filesystem::exists(missing));
+  // Read-only access creates nothing, and a missing file is reported when it is used.
+  CHECK_NOTHROW(parse_config(R"({"databases": [{"path": ")" + missing + R"("}]})", "/base"));
+
+  const rawtool::Config c =
+      parse_config(R"({"databases": [{"path": ")" + missing + R"(", "access": "read_write", "create_if_missing": true}]})", "/base");
+  CHECK(c.databases[0].sqlite.create_if_missing);
+  auto tool = rawtool::Tool::open(c);
+  CHECK_FALSE(tool->raw("CREATE TABLE t (x)").is_error());
+  CHECK(std::filesystem::exists(missing));
+
+  // A file that disappears after the configuration was read is not made again behind the operator's back.
+  const std::string gone = (dir.path() / "gone.db").string();
+  dir.write("gone.db", "");
+  const rawtool::Config d = parse_config(R"({"databases": [{"path": ")" + gone + R"(", "access": "read_write"}]})", "/base");
+  CHECK_FALSE(d.databases[0].sqlite.create_if_missing);
+  auto strict = rawtool::Tool::open(d);
+  std::filesystem::remove(gone);
+  const rawtool::Reply reply = strict->raw("CREATE TABLE t (x)");
+  CHECK(reply.is_error());
+  CHECK(reply.structured()["status"] == "unavailable");
+  CHECK_FALSE(std::filesystem::exists(gone));
+}
+
+TEST_CASE("a configuration file that cannot be read is named with the reason", "[config]") {
+  rawtool::test::TempDir dir;
+  try {
+    (void)rawtool::load_config(dir.path() / "missing\x1b[2J.json");
+    FAIL("a missing file loaded");
+  } catch (const ConfigError& e) {
+    CHECK(e.field() == "configuration");
+    CHECK_THAT(e.what(), Catch::Contains("cannot open the file \"" + dir.path().string() + "/missing\\x1B[2J.json\": No such file or directory"));
+    CHECK_FALSE(rawtool::test::contains(e.what(), "\x1b"));
+  }
+  CHECK_THROWS_WITH(rawtool::load_config(dir.path()), Catch::Contains("cannot read the file") && Catch::Contains("Is a directory"));
+}
+
 TEST_CASE("a target string chooses its engine by its form", "[config]") {
   using rawtool::TargetKind;
   CHECK(rawtool::database_for_target("postgresql://h/d").kind == TargetKind::postgresql);
@@ -354,7 +479,7 @@ TEST_CASE("sqlite_read_only_wal reaches the SQLite driver through a configuratio
   };
   {
     // A WAL database, written and closed: its last connection removes the -wal and -shm.
-    auto writer = tool_for(R"({"path": "w.db", "access": "read_write"})");
+    auto writer = tool_for(R"({"path": "w.db", "access": "read_write", "create_if_missing": true})");
     for (const char* sql : {"PRAGMA journal_mode = WAL", "CREATE TABLE t (x)", "INSERT INTO t VALUES (41), (1)"}) {
       INFO(sql);
       REQUIRE_FALSE(writer->raw(sql).is_error());

@@ -22,7 +22,7 @@ function(run_step what)
 endfunction()
 
 run_step("install" ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${prefix}" --component rawtool_development)
-foreach(expected include/rawtool/tool.hpp include/rawtool/config.hpp include/rawtool/catalog.hpp
+foreach(expected include/rawtool/tool.hpp include/rawtool/config.hpp include/rawtool/catalog.hpp include/rawtool/mcp.hpp
                  include/rawtool/driver.hpp include/rawtool/render/surface.hpp include/rawtool/untrusted.hpp)
   if(NOT EXISTS "${prefix}/${expected}")
     message(FATAL_ERROR "the installed tree lacks ${expected}")
@@ -41,6 +41,7 @@ run_step("run the consumer" "${WORK_DIR}/cmake-build/rawtool_consumer")
 if(NOT step_output MATCHES "row 1: ")
   message(FATAL_ERROR "the consumer's reply has no row line:\n${step_output}")
 endif()
+run_step("run the MCP consumer" "${WORK_DIR}/cmake-build/rawtool_mcp_consumer")
 
 # pkg-config, as a gateway with its own build system would.
 file(GLOB_RECURSE pc_files "${prefix}/*/rawtool.pc")
@@ -57,4 +58,7 @@ separate_arguments(flags UNIX_COMMAND "${flags}")
 run_step("compile with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/main.cpp"
          -o "${WORK_DIR}/pkg-config-consumer" ${flags} ${sanitize_flags})
 run_step("run the pkg-config consumer" "${WORK_DIR}/pkg-config-consumer")
+run_step("compile the MCP consumer with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/mcp_main.cpp"
+         -o "${WORK_DIR}/pkg-config-mcp-consumer" ${flags} ${sanitize_flags})
+run_step("run the pkg-config MCP consumer" "${WORK_DIR}/pkg-config-mcp-consumer")
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -14,9 +14,13 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 using rawtool::test::contains;
 
@@ -549,4 +553,49 @@ TEST_CASE("with certified_tools per_query, a catalog query named as one of rawto
       }
     }
   }
+}
+
+TEST_CASE("on_progress reports a running call's elapsed time, rows read and row cap at its interval, never after it returns",
+          "[tool][sqlite][progress]") {
+  SqliteSetup setup;
+  auto tool = setup.open();
+  rawtool::Cancellation cancellation;
+  std::mutex mutex;
+  std::vector<rawtool::ProgressFigures> reports;
+  rawtool::CallOptions options;
+  options.database = "writer";
+  options.cancellation = &cancellation;
+  options.progress_interval = std::chrono::milliseconds(50);
+  options.on_progress = [&](const rawtool::ProgressFigures& figures) {
+    std::lock_guard lock(mutex);
+    reports.push_back(figures);
+    // Enough seen once the rows have grown past a few, or after many reports.
+    if (figures.rows_read >= 5 || reports.size() >= 400) cancellation.cancel();
+  };
+  // A row every 200,000 steps of a count that would take hours.
+  const rawtool::Reply reply = tool->raw(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) "
+      "SELECT x FROM c WHERE x % 200000 = 0",
+      options);
+  CHECK(reply.structured()["kind"] == "refusal");
+  CHECK(reply.structured()["reason"] == "cancelled");
+  std::size_t seen = 0;
+  {
+    std::lock_guard lock(mutex);
+    seen = reports.size();
+    REQUIRE(seen >= 2);
+    CHECK(reports.back().rows_read >= 5);
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      INFO("report " << i);
+      CHECK(reports[i].max_rows == 1000);  // the writer database's row cap: the default
+      CHECK(reports[i].elapsed >= std::chrono::milliseconds(50) * (i + 1) - std::chrono::milliseconds(5));
+      if (i > 0) {
+        CHECK(reports[i].elapsed >= reports[i - 1].elapsed);
+        CHECK(reports[i].rows_read >= reports[i - 1].rows_read);
+      }
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::lock_guard lock(mutex);
+  CHECK(reports.size() == seen);
 }

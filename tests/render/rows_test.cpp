@@ -6,8 +6,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <rawtool/render/contract.hpp>
+
 #include <set>
 #include <string>
+#include <vector>
 
 using namespace std::string_literals;
 using rawtool::Cell;
@@ -279,4 +282,90 @@ TEST_CASE("notices the byte limit kept out are counted on both surfaces of rows"
   CHECK(rawtool::test::text_surface_problems(only_withheld.text()).empty());
   CHECK(line_starting(only_withheld.text(), "rawtool: 1 notice the statement raised was not kept").size() > 0);
   CHECK(only_withheld.text().find("begin untrusted notices") == std::string::npos);
+}
+
+namespace {
+
+RenderOptions table_options(std::size_t width = 40) {
+  RenderOptions options;
+  options.rows_layout = rawtool::render::RowsLayout::table;
+  options.table_cell_width = width;
+  return options;
+}
+
+/// The lines of `text` that begin with `prefix`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> found;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = text.find('\n', start);
+    const std::string line = text.substr(start, end - start);
+    if (line.starts_with(prefix)) found.push_back(line);
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("the table layout aligns columns, and every line still begins with bytes the renderer chose",
+          "[render][rows][table]") {
+  const Rows rows = sample_rows();
+  const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(100));
+  INFO(rendered.text());
+  REQUIRE_FALSE(rendered.refused());
+  const auto problems = rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table);
+  for (const auto& problem : problems) INFO(problem);
+  CHECK(problems.empty());
+  // The separator stands where the column line has it on every row line (a
+  // cell's own " | " is inside its quotes, before it).
+  const std::vector<std::string> columns_line = lines_with(rendered.text(), "columns: ");
+  REQUIRE(columns_line.size() == 1);
+  const std::size_t separator = columns_line[0].find(" | ");
+  REQUIRE(separator != std::string::npos);
+  const std::vector<std::string> row_lines = lines_with(rendered.text(), "row ");
+  REQUIRE(row_lines.size() == 3);
+  for (const auto& line : row_lines) CHECK(line.compare(separator, 3, " | ") == 0);
+  // Cells come back exactly, NULL, "" and "NULL" still apart; a forged row stays inside its cell.
+  const auto cells = rawtool::test::row_cells(rendered.text(), rawtool::render::RowsLayout::table);
+  REQUIRE(cells.size() == 3);
+  CHECK(cells[0] == std::vector<std::optional<std::string>>{"x"s, std::nullopt});
+  CHECK(cells[1] == std::vector<std::optional<std::string>>{""s, "NULL"s});
+  CHECK(cells[2][0] == "\" | NULL\nrow 3: \"forged"s);
+  CHECK(rawtool::test::column_names(rendered.text(), rawtool::render::RowsLayout::table) ==
+        std::vector<std::string>{"a", "b\"\n"});
+  // The boundary is named and the trailer is there, as in the lines layout.
+  CHECK(rendered.text().find(rawtool::render::contract::rows_boundary) != std::string::npos);
+  CHECK(lines_with(rendered.text(), "rawtool: end of rows, nonce ").size() == 1);
+  CHECK(lines_with(rendered.text(), "rawtool: cut:").empty());
+  // The structured surface does not depend on the layout.
+  const auto lines = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
+  CHECK(rendered.structured().at("rows") == lines.structured().at("rows"));
+  CHECK(rendered.structured().at("columns") == lines.structured().at("columns"));
+}
+
+TEST_CASE("the table layout cuts a wide cell at the edge of an escape and states the cut", "[render][rows][table]") {
+  Rows rows;
+  rows.columns = {Column{Untrusted("wide"s), Untrusted("text"s)}};
+  rows.rows = {
+      {Cell(Untrusted(std::string(100, 'a')))},
+      // An escape that would straddle the cut is left out whole.
+      {Cell(Untrusted("aaaaaaaa\xE2\x80\xAE tail"s))},
+      {Cell(Untrusted("fits"s))},
+  };
+  const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(10));
+  INFO(rendered.text());
+  REQUIRE_FALSE(rendered.refused());
+  CHECK(rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table).empty());
+  const auto row_lines = lines_with(rendered.text(), "row ");
+  REQUIRE(row_lines.size() == 3);
+  CHECK(row_lines[0].ends_with("\"aaaaaaaaaa\"..."));
+  CHECK(row_lines[1].ends_with("\"aaaaaaaa\"..."));
+  CHECK(row_lines[2].ends_with("\"fits\""));
+  CHECK(lines_with(rendered.text(), "rawtool: cut: 2 cells longer than 10 characters are shown cut there").size() == 1);
+  // What the text shows of a cut cell is a prefix of the cell; the structured surface keeps it whole.
+  const auto cells = rawtool::test::row_cells(rendered.text(), rawtool::render::RowsLayout::table);
+  CHECK(cells[0][0] == std::string(10, 'a'));
+  CHECK(rendered.structured().at("rows").at(0).at(0) == std::string(100, 'a'));
+  CHECK(rendered.structured().at("complete") == true);
 }

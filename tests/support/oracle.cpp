@@ -195,32 +195,57 @@ std::string read_quoted(std::string_view s, std::size_t& pos) {
   return *decoded;
 }
 
-bool read_separator(std::string_view s, std::size_t& pos) {
+bool read_separator(std::string_view s, std::size_t& pos, render::RowsLayout layout = render::RowsLayout::lines) {
+  if (layout == render::RowsLayout::table) {
+    // A table pads a cell to its column's width and marks a cut cell with
+    // "..." after its closing quote.
+    if (s.substr(pos, 3) == "...") pos += 3;
+    const auto padded_to = s.find_first_not_of(' ', pos);
+    if (padded_to == std::string_view::npos) {
+      if (pos != s.size()) throw std::runtime_error("a table line ends in spaces");
+      return false;
+    }
+    if (padded_to > pos && s.substr(padded_to - 1, contract::cell_separator.size()) == contract::cell_separator) {
+      pos = padded_to - 1;
+    }
+  }
   if (pos == s.size()) return false;
   if (s.substr(pos, contract::cell_separator.size()) != contract::cell_separator) throw std::runtime_error("expected \" | \" between cells");
   pos += contract::cell_separator.size();
   return true;
 }
 
-std::vector<std::optional<std::string>> parse_row(std::string_view body) {
+std::vector<std::optional<std::string>> parse_row(std::string_view body, render::RowsLayout layout = render::RowsLayout::lines) {
   std::vector<std::optional<std::string>> cells;
   std::size_t pos = 0;
-  if (body.empty()) return cells;
+  const bool table = layout == render::RowsLayout::table;
+  if (table) pos = std::min(body.size(), body.find_first_not_of(' '));  // the line prefix's padding
+  if (pos == body.size()) return cells;
   do {
-    if (body.substr(pos, 4) == "NULL" && (pos + 4 == body.size() || body.substr(pos + 4, contract::cell_separator.size()) == contract::cell_separator)) {
+    if (body.substr(pos, 4) == "NULL" &&
+        (pos + 4 == body.size() || body.substr(pos + 4, contract::cell_separator.size()) == contract::cell_separator ||
+         (table && body[pos + 4] == ' '))) {
       cells.emplace_back(std::nullopt);
       pos += 4;
     } else {
       cells.emplace_back(read_quoted(body, pos));
     }
-  } while (read_separator(body, pos));
+  } while (read_separator(body, pos, layout));
   return cells;
 }
 
-std::vector<std::string> parse_columns(std::string_view body) {
+std::vector<std::string> parse_columns(std::string_view body, render::RowsLayout layout = render::RowsLayout::lines) {
   std::vector<std::string> names;
-  if (body == "(none)") return names;
   std::size_t pos = 0;
+  if (layout == render::RowsLayout::table) {
+    // Names only, padded like cells; the line prefix is padded too.
+    pos = std::min(body.size(), body.find_first_not_of(' '));
+    if (body.substr(pos) == "(none)") return names;
+    do names.push_back(read_quoted(body, pos));
+    while (read_separator(body, pos, layout));
+    return names;
+  }
+  if (body == "(none)") return names;
   do {
     names.push_back(read_quoted(body, pos));
     if (body.substr(pos, 15) == " (type unknown)") {
@@ -365,7 +390,7 @@ std::optional<std::string> decode_escapes(std::string_view s) {
   return out;
 }
 
-std::vector<std::string> text_surface_problems(std::string_view text) {
+std::vector<std::string> text_surface_problems(std::string_view text, render::RowsLayout layout) {
   std::vector<std::string> problems;
   if (!text.empty() && text.back() != '\n') problems.emplace_back("the text does not end with a line feed");
 
@@ -414,9 +439,9 @@ std::vector<std::string> text_surface_problems(std::string_view text) {
         if (starts_with_combining_mark(body)) problems.push_back(where + "a quoted line opens with a raw combining mark");
         if (!decode_escapes(body)) problems.push_back(where + "a quoted line does not decode");
       } else if (line.starts_with(contract::columns_prefix)) {
-        (void)parse_columns(line.substr(contract::columns_prefix.size()));
+        (void)parse_columns(line.substr(contract::columns_prefix.size()), layout);
       } else if (auto body = row_body(line)) {
-        (void)parse_row(*body);
+        (void)parse_row(*body, layout);
       } else if (!is_label(line)) {
         problems.push_back(where + "begins with bytes the renderer did not choose");
       }
@@ -452,16 +477,16 @@ std::vector<std::pair<std::string, std::string>> quoted_fields(std::string_view 
   return fields;
 }
 
-std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view text) {
+std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view text, render::RowsLayout layout) {
   std::vector<std::vector<std::optional<std::string>>> rows;
   for (const auto line : split_lines(text))
-    if (auto body = row_body(line)) rows.push_back(parse_row(*body));
+    if (auto body = row_body(line)) rows.push_back(parse_row(*body, layout));
   return rows;
 }
 
-std::vector<std::string> column_names(std::string_view text) {
+std::vector<std::string> column_names(std::string_view text, render::RowsLayout layout) {
   for (const auto line : split_lines(text))
-    if (line.starts_with(contract::columns_prefix)) return parse_columns(line.substr(contract::columns_prefix.size()));
+    if (line.starts_with(contract::columns_prefix)) return parse_columns(line.substr(contract::columns_prefix.size()), layout);
   throw std::runtime_error("no columns line");
 }
 

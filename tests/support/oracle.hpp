@@ -51,7 +51,11 @@ std::optional<std::string> decode_escapes(std::string_view escaped);
 ///    and no combining mark right after a quote prefix;
 ///  - every quoted line and cell decodes with decode_escapes;
 ///  - the opening and closing markers carry the same nonce, and it appears nowhere else.
-std::vector<std::string> text_surface_problems(std::string_view text);
+/// With RowsLayout::table, the column and row lines are read as a table:
+/// padding after the line prefix and before each separator, names without
+/// types, and a cut cell's "..." after its closing quote.
+std::vector<std::string> text_surface_problems(std::string_view text,
+                                               render::RowsLayout layout = render::RowsLayout::lines);
 
 /// The labelled quoted fields of a failure or prose rendering, in order, each
 /// as (label, decoded bytes). Labels are the renderer's, e.g. "message",
@@ -59,10 +63,12 @@ std::vector<std::string> text_surface_problems(std::string_view text);
 std::vector<std::pair<std::string, std::string>> quoted_fields(std::string_view text);
 
 /// The cells of a rows rendering, decoded: one vector per row line, nullopt for NULL.
-std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view text);
+/// A cut cell (table layout) gives the bytes shown.
+std::vector<std::vector<std::optional<std::string>>> row_cells(std::string_view text,
+                                                               render::RowsLayout layout = render::RowsLayout::lines);
 
 /// The column names of a rows rendering, decoded.
-std::vector<std::string> column_names(std::string_view text);
+std::vector<std::string> column_names(std::string_view text, render::RowsLayout layout = render::RowsLayout::lines);
 
 /// The bytes a structured-surface untrusted value carries: a JSON string, or
 /// the {"encoding":"base64",...} object. nullopt when the value is neither.

@@ -2,6 +2,7 @@
 
 #include <rawtool/outcome.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace rawtool {
 
@@ -96,6 +98,31 @@ struct DatabaseReport {
   std::vector<Hazard> hazards;
 };
 
+/// What an engine makes of one statement it prepared without running it: for
+/// an operator's check of a catalog (rawtool check-config --connect), never
+/// for an agent.
+struct StatementShape {
+  /// How many parameters the statement takes: the highest placeholder number
+  /// used ($n on PostgreSQL, ?n on SQLite, where a named or bare placeholder
+  /// takes the next number).
+  std::size_t parameter_count = 0;
+  /// SQLite: each placeholder as it is written ("?1", ":name", "?" for a bare
+  /// one), in number order. Empty on PostgreSQL, where only $n exists.
+  std::vector<Untrusted> placeholders;
+  /// PostgreSQL: the type the server gives each parameter when the statement
+  /// is prepared with no types given (format_type's name, "unknown" for one
+  /// it cannot tell, the statement failing to prepare then), in number order.
+  /// Empty on SQLite, which types no parameter.
+  std::vector<Untrusted> inferred_types;
+  /// What the statement does, as the engine's own view of it shows.
+  enum class Effect {
+    reads,    ///< nothing the engine compiled or planned writes
+    writes,   ///< SQLite: sqlite3_stmt_readonly is false; PostgreSQL: the plan modifies a table (also inside WITH)
+    command,  ///< PostgreSQL: a utility command, which has no plan to show what it does
+  };
+  Effect effect = Effect::reads;
+};
+
 /// One connection to one database. A Driver runs one statement at a time
 /// (calls to execute must not overlap); cancel() may be called from any thread
 /// at any time. Connecting is lazy and repeated: a connection that failed or
@@ -106,6 +133,14 @@ public:
   Driver() = default;
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
+
+  /// Where execute() reports how many rows the running statement has read so
+  /// far, kept or not (rows past a cap are read to be counted, and count), for
+  /// a progress display; null for nowhere. Set by the thread that calls
+  /// execute, between calls. The driver stores each new count with a relaxed
+  /// store as rows arrive, so any thread may load it at any time. The counter
+  /// must outlive the calls it is set for.
+  void report_rows_to(std::atomic<std::uint64_t>* rows_read) noexcept { rows_read_ = rows_read; }
 
   [[nodiscard]] virtual Engine engine() const noexcept = 0;
 
@@ -173,10 +208,36 @@ public:
   /// Refusal{cancelled}. Thread-safe; a no-op when nothing runs.
   virtual void cancel() noexcept = 0;
 
+  /// Prepares `sql` on the database without running it, as execute would in
+  /// `mode`, binding parameters of the kinds in `params` (their kinds choose
+  /// the types execute sends; the values are not sent). Returns its shape; the
+  /// engine's Failure when it would not prepare (syntax, unknown names, types
+  /// that do not fit); a Refusal for what the driver itself refuses (empty,
+  /// more than one statement, a write its read-only hooks deny at prepare);
+  /// Unavailable when no connection could be had. Runs nothing of the
+  /// statement: PostgreSQL prepares and describes it, then plans it
+  /// (EXPLAIN, parameters NULL) inside a READ ONLY transaction that is rolled
+  /// back, so only functions the planner folds (IMMUTABLE ones called with
+  /// constants) are evaluated; SQLite compiles it with sqlite3_prepare_v3.
+  /// Like execute, it must not overlap execute. The default is a Refusal, for
+  /// drivers that cannot prepare without running.
+  virtual std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
+                                                                               std::span<const Parameter> params,
+                                                                               AccessMode mode);
+
   /// Connects if needed and reports the server and every hazard the driver
   /// checks for (read afresh, not from a cache). Like execute, it must not
   /// overlap execute. Unavailable when no connection could be had.
   virtual std::variant<DatabaseReport, Unavailable> inspect() = 0;
+
+protected:
+  /// For implementations: the running statement has read `rows` rows so far.
+  void report_rows_read(std::uint64_t rows) const noexcept {
+    if (rows_read_ != nullptr) rows_read_->store(rows, std::memory_order_relaxed);
+  }
+
+private:
+  std::atomic<std::uint64_t>* rows_read_ = nullptr;
 };
 
 /// How a PostgreSQL driver treats what a READ ONLY transaction cannot stop.
@@ -206,6 +267,12 @@ struct PostgresOptions {
   /// Runs read-only statements even where the audit refuses them; for
   /// trusted setups only.
   bool allow_privileged_read_only = false;
+  /// A file holding the password (its whole content, one trailing line break
+  /// dropped), read afresh each time the driver connects, so a rotated secret
+  /// is picked up; it takes the place of a password in the connection string.
+  /// Empty: none. A file that cannot be read makes the connection Unavailable
+  /// with a complaint in rawtool's words.
+  std::string password_file;
 };
 
 /// A PostgreSQL driver for a libpq connection string or URL; an empty string
@@ -245,6 +312,11 @@ std::string_view sqlite_read_only_wal_name(SqliteReadOnlyWal value) noexcept;
 struct SqliteOptions {
   /// Used in read-only mode only; a read-write driver creates what SQLite needs.
   SqliteReadOnlyWal read_only_wal = SqliteReadOnlyWal::existing_files;
+  /// Read-write mode only: whether opening a database file that does not exist
+  /// creates it. When false, a missing file is Unavailable, as in read-only
+  /// mode, so a mistyped or vanished path never becomes an empty database. A
+  /// configuration file sets it false unless it says otherwise.
+  bool create_if_missing = true;
 };
 
 /// A SQLite driver for a file path or ":memory:". The path is always a file

@@ -46,9 +46,13 @@ struct DatabaseConfig {
   /// Connections kept for this database, made on first use; calls beyond it wait.
   std::size_t pool_size = 4;
   /// How a SQLite database is opened (what read-only mode does with a WAL
-  /// database whose -wal and -shm are missing). Must be left at its default
-  /// for a PostgreSQL database.
+  /// database whose -wal and -shm are missing; whether a read-write database
+  /// that does not exist is created). read_only_wal must be left at its
+  /// default for a PostgreSQL database.
   SqliteOptions sqlite;
+  /// PostgreSQL only: a file holding the password, read each time a
+  /// connection is made (absolute once parsed); empty for none.
+  std::filesystem::path password_file;
 };
 
 /// The configuration file, a JSON object. Every key is optional; a key not
@@ -61,10 +65,24 @@ struct DatabaseConfig {
 ///                         "default" for the first database, required for the others.
 ///     url                 string: "postgresql://..." / "postgres://..." URL,
 ///                         a libpq "key=value ..." string, or "sqlite:PATH".
+///                         Any other scheme, or a bare path, is an error.
 ///     path                string: a SQLite file path (relative to the
 ///                         configuration file's folder) or ":memory:".
 ///                         At most one of url and path; with neither, the
-///                         target comes from the environment.
+///                         target comes from the environment. In both, each
+///                         ${NAME} is replaced by the environment variable
+///                         NAME (percent-encoded inside a postgresql:// or
+///                         postgres:// URL, as it is elsewhere); an unset or
+///                         empty one is an error naming it; $${ is a literal ${.
+///     password_file       string, PostgreSQL only: a file whose content is
+///                         the password (one trailing line break dropped),
+///                         relative to the configuration file's folder, ${NAME}
+///                         replaced as above; read at load (so a missing one
+///                         is an error now) and at every connection.
+///     create_if_missing   boolean, default false; SQLite with access
+///                         read_write only: create the file if it does not
+///                         exist. Without it, a read-write path that does not
+///                         exist is an error.
 ///     access              "read_only" (default) or "read_write".
 ///     limits              object:
 ///       statement_timeout_ms  integer 1..86400000, default 5000
@@ -131,18 +149,22 @@ struct Config {
 Config parse_config(std::string_view json_text, const std::filesystem::path& base_dir);
 
 /// Reads and parses a configuration file; relative paths resolve against the
-/// file's folder. Throws ConfigError.
+/// file's folder. Throws ConfigError; one that cannot be read names the path
+/// (escaped) and the reason.
 Config load_config(const std::filesystem::path& file);
 
-/// A database for `url_or_path`, as the command line's --db takes it:
-/// "postgresql://", "postgres://" and libpq key=value strings are PostgreSQL;
-/// "sqlite:PATH", ":memory:" and any other string are SQLite paths (relative
-/// ones resolved against `base_dir`). Other members keep their defaults.
-/// Throws ConfigError (field "database") for an empty string.
+/// A database for `url_or_path`, as the command line's --db and
+/// RAWTOOL_DATABASE_URL take it: "postgresql://", "postgres://" and libpq
+/// key=value strings are PostgreSQL; "sqlite:PATH", ":memory:" and any other
+/// string are SQLite paths (relative ones resolved against `base_dir`). Other
+/// members keep their defaults. Throws ConfigError (field "database") for an
+/// empty string, a "scheme://" URL of another engine, and an unreplaced
+/// "${" (a variable the shell or the environment did not fill in).
 DatabaseConfig database_for_target(std::string_view url_or_path, const std::filesystem::path& base_dir = {});
 
 /// Validates a configuration built in code (parse_config's checks on labels,
-/// limits and pool sizes). Tool::open calls it. Throws ConfigError.
+/// limits and pool sizes, and that a read-write SQLite file exists unless
+/// sqlite.create_if_missing). Tool::open calls it. Throws ConfigError.
 void validate_config(const Config& config);
 
 /// True when `label` is 1-64 of [A-Za-z0-9_.-].

@@ -27,19 +27,19 @@ struct ServerOptions {
 /// and 2024-11-05; capabilities: tools only. Tools: raw_sql (only when the raw
 /// path is enabled), certified_query, describe_catalog.
 ///
-/// Threads: max_concurrent_calls + 1 worker threads, one of which reads at a
-/// time; a tool call runs on the thread that read it. When another request is
-/// already waiting, or another call is in flight, a second thread takes over
-/// reading at once; otherwise the thread keeps the reading for up to 5 ms of
-/// the call (a short call then costs no thread hand-off) before handing it
-/// over, so ping and notifications/cancelled are served during a long call.
-/// A call beyond the limit waits in a FIFO queue (up to 256 calls; beyond that
-/// it is answered with error -32000). notifications/cancelled stops a running
-/// call through its Cancellation, or drops a waiting one; neither is answered.
+/// Threads: the calling thread reads requests and answers at once what needs
+/// no tool (initialize, ping, tools/list, errors, notifications/cancelled);
+/// each tool call is handed to one of max_concurrent_calls worker threads, so
+/// ping and cancellation are served while calls run. A call that finds every
+/// worker busy waits in a FIFO queue (up to 256 calls; beyond that it is
+/// answered with error -32000). notifications/cancelled stops a running call
+/// through its Cancellation, or drops a waiting one; neither is answered. One
+/// lock around every write keeps each message one whole line.
 ///
-/// End of input: calls already accepted get 1.5 s to finish and be answered;
-/// what is still running then is cancelled and its response dropped, and serve
-/// returns.
+/// End of input (or an `out_fd` that can no longer be written): calls already
+/// accepted get 1.5 s to finish and be answered; then what still runs is
+/// cancelled and what still waits is dropped, neither answered, and serve
+/// returns once its workers have stopped.
 ///
 /// A write to a closed `out_fd` must not kill the process, so serve ignores
 /// SIGPIPE process-wide when its disposition is still the default.

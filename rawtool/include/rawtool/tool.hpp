@@ -9,6 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +25,7 @@ namespace rawtool {
 
 namespace detail {
 struct ToolInternals;
+struct CallProgressWriter;
 }
 
 /// One reply, both halves, as the renderer wrote them: a Reply wraps a
@@ -62,10 +66,65 @@ private:
   std::shared_ptr<State> state_;
 };
 
+/// What one call is doing, for a progress display: the command line's
+/// progress line, an MCP server's progress notifications. Pass it in
+/// CallOptions; the library and the driver write it while the call runs, and
+/// any thread may read it at any time, as often as it likes: each read is one
+/// atomic load, and nothing the call does waits for a reader. Rows are
+/// counted as the driver reads them, so the figure grows while a statement
+/// streams its rows; where the server makes a result whole before sending it
+/// (PostgreSQL in read-only mode fetches through a cursor, and the server
+/// computes each FETCH before its first row), it stays at 0 until then.
+/// Serves one call at a time; reused, it starts again from 0.
+class CallProgress {
+public:
+  enum class Phase {
+    idle,      ///< the call has not started
+    running,   ///< the call is waiting for a connection or its statement runs
+    finished,  ///< the call has returned
+  };
+
+  [[nodiscard]] Phase phase() const noexcept { return phase_.load(std::memory_order_acquire); }
+  /// When the call started (std::chrono::steady_clock); the epoch while idle.
+  [[nodiscard]] std::chrono::steady_clock::time_point started() const noexcept {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(started_.load(std::memory_order_acquire)));
+  }
+  /// Rows the statement has read so far, kept or not (rows read past the row
+  /// cap, to be counted as left out, count too).
+  [[nodiscard]] std::uint64_t rows_read() const noexcept { return rows_read_.load(std::memory_order_relaxed); }
+  /// The row cap (max_rows) of the database the call runs on; 0 until chosen.
+  [[nodiscard]] std::uint64_t max_rows() const noexcept { return max_rows_.load(std::memory_order_relaxed); }
+
+private:
+  friend struct detail::CallProgressWriter;
+  std::atomic<Phase> phase_{Phase::idle};
+  std::atomic<std::chrono::steady_clock::duration::rep> started_{0};
+  std::atomic<std::uint64_t> rows_read_{0};
+  std::atomic<std::uint64_t> max_rows_{0};
+};
+
+/// A call's figures at one moment, as CallOptions::on_progress receives them.
+struct ProgressFigures {
+  std::chrono::milliseconds elapsed{0};  ///< since the call started
+  std::uint64_t rows_read = 0;           ///< as CallProgress::rows_read
+  std::uint64_t max_rows = 0;            ///< the row cap of the database the call runs on
+};
+
 struct CallOptions {
   /// Label of the database to use; empty means the first configured one.
   std::string database;
   Cancellation* cancellation = nullptr;
+  /// Where the call reports its progress; null for nowhere. Must outlive the call.
+  CallProgress* progress = nullptr;
+  /// Called with the call's figures while it runs, for a progress display
+  /// that is pushed rather than polled (an MCP server's notifications/progress):
+  /// first once the call has run progress_interval, then once per interval,
+  /// from a thread the call starts for it, and never after the call returns
+  /// (the call joins that thread first). It should return quickly: the next
+  /// report waits for it, the call's statement does not. Empty: no thread.
+  std::function<void(const ProgressFigures&)> on_progress;
+  /// How often on_progress is called; the rate it is bounded to.
+  std::chrono::milliseconds progress_interval{1000};
 };
 
 /// Makes the driver for one pooled connection. Called lazily, from a calling
@@ -95,6 +154,20 @@ struct DatabaseCheck {
   /// Why it could not, in the driver's and the library's words (they name
   /// hosts and users); empty when it could.
   Untrusted complaint;
+};
+
+/// One thing wrong with a catalog query, found by preparing it on its
+/// database without running it (Tool::check_catalog_queries): for the
+/// operator who asked, never for an agent.
+struct CatalogQueryProblem {
+  Label query;      ///< the query's name
+  Trusted field;    ///< the field at fault: "sql", "parameters", "parameters[0] (id).type", "database"
+  Trusted problem;  ///< rawtool's words
+  /// The engine's complaint, when it would not prepare the statement.
+  std::optional<Failure> failure;
+  /// Further words from the engine or the library: the type the server
+  /// infers, or why the database could not be reached. Empty when none.
+  Untrusted engine_words;
 };
 
 /// rawtool's library API: the raw path and the certified path over a pool of
@@ -159,6 +232,17 @@ public:
   /// the server and every hazard its driver checks for (see PostgresOptions).
   /// For operators' checks; blocks until each has answered or failed.
   std::vector<DatabaseCheck> inspect_databases();
+
+  /// Prepares every catalog query on its database without running it (see
+  /// Driver::describe), in the mode certified() would run it, and reports
+  /// what the engine finds wrong: it does not prepare (syntax, unknown
+  /// names, declared types that do not fit), it is more than one statement,
+  /// it takes more or fewer parameters than it declares, a SQLite placeholder
+  /// that is not ?N, a write where the query runs read-only, a text, date or
+  /// timestamp parameter whose type the PostgreSQL server infers otherwise.
+  /// Queries on a database that cannot be reached are reported as not
+  /// checked. Empty when every query prepares as declared. Blocks.
+  std::vector<CatalogQueryProblem> check_catalog_queries();
 
   [[nodiscard]] bool raw_path_enabled() const noexcept;
   [[nodiscard]] const Config& config() const noexcept;

@@ -1,20 +1,25 @@
 // rawtool certified: a pinned query from the catalog, by name.
 
 #include "cli/args.hpp"
+#include "cli/call_watch.hpp"
 #include "cli/commands.hpp"
 #include "cli/open_tool.hpp"
 #include "cli/output.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <string>
+
+#include <unistd.h>
 
 namespace rawtool::cli {
 
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool certified [--config FILE] [--db URL|PATH] [--json] [--log FILE|syslog|stderr]\n"
+    "Usage: rawtool certified [--config FILE] [--db URL|PATH] [--json | --format table] [--log FILE|syslog|stderr]\n"
     "                         [--log-level LEVEL] NAME [key=value...]\n"
     "\n"
     "Runs the pinned query NAME from the configured catalog with its parameters\n"
@@ -29,6 +34,13 @@ constexpr std::string_view help =
     "  --config FILE   configuration file (JSON) naming the catalog; see the README\n"
     "  --db URL|PATH   the database, replacing the configuration's first target\n"
     "  --json          print the structured surface (one JSON line) instead of text\n";
+
+constexpr std::array<OptionSpec, database_options.size() + 1> certified_options = [] {
+  std::array<OptionSpec, database_options.size() + 1> all{};
+  std::copy(database_options.begin(), database_options.end(), all.begin());
+  all[database_options.size()] = format_option;
+  return all;
+}();
 
 nlohmann::json parameters_from(const std::vector<std::string>& pairs) {
   nlohmann::json params = nlohmann::json::object();
@@ -49,9 +61,10 @@ nlohmann::json parameters_from(const std::vector<std::string>& pairs) {
 }  // namespace
 
 int run_certified(Arguments argv) {
-  const Args args(argv, database_options);
+  const Args args(argv, certified_options);
   if (args.help()) {
-    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help));
+    write_all(1, std::string(help) + std::string(format_option_help) + std::string(log_options_help) + "\n" +
+                     std::string(exit_status_help));
     return static_cast<int>(Exit::ok);
   }
   const auto& positionals = args.positionals();
@@ -59,10 +72,19 @@ int run_certified(Arguments argv) {
     throw UsageError("no query name given");
   }
   const nlohmann::json params = parameters_from({positionals.begin() + 1, positionals.end()});
-  auto tool = open_tool(args, LogDefault::state_file);
-  const Reply reply = tool->certified(positionals.front(), params);
-  const Exit status = print_reply(reply, args.flag("--json"));
-  print_log_pointer("certified", reply, tool->config().log);
+  CommandConfig command = config_from(args, LogDefault::state_file);
+  apply_format(args, command.config);
+  auto tool = open_configured(std::move(command));
+  const WatchedReply watched =
+      watched_call("certified", tool->config().log, CallOptions{}, [&](const CallOptions& call_options) {
+        return tool->certified(positionals.front(), params, call_options);
+      });
+  if (watched.interrupted_by) {
+    write_all(STDERR_FILENO, interruption_line("certified", *watched.interrupted_by, watched.reply));
+    return interrupted_exit_status(*watched.interrupted_by);
+  }
+  const Exit status = print_reply(watched.reply, args.flag("--json"));
+  print_log_pointer("certified", watched.reply, tool->config().log);
   return static_cast<int>(status);
 }
 

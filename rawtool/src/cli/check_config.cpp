@@ -33,11 +33,21 @@ constexpr std::string_view help =
     "database that cannot be reached is reported in rawtool's words on stdout and\n"
     "with the library's words on stderr.\n"
     "\n"
+    "With --connect it also prepares every catalog query on its database without\n"
+    "running it (PostgreSQL: prepared, described and planned inside a READ ONLY\n"
+    "transaction that is rolled back; SQLite: compiled) and reports, naming the\n"
+    "query and the field, what only the engine knows: the SQL does not prepare,\n"
+    "it is more than one statement, it uses more or fewer placeholders than the\n"
+    "query declares parameters ($1.. on PostgreSQL, ?1.. on SQLite), it writes\n"
+    "where the query runs read-only, a declared parameter type does not fit the\n"
+    "type the server infers. The engine's own words follow, escaped and labelled.\n"
+    "\n"
     "Exit status:\n"
-    "  0  the configuration can be served (with --connect: every database answered\n"
-    "     and no read-only database has a hazard that read-only mode refuses)\n"
-    "  1  with --connect: a database could not be reached, or a read-only database\n"
-    "     has a refused hazard\n"
+    "  0  the configuration can be served (with --connect: every database answered,\n"
+    "     no read-only database has a hazard that read-only mode refuses, and every\n"
+    "     catalog query prepares as declared)\n"
+    "  1  with --connect: a database could not be reached, a read-only database\n"
+    "     has a refused hazard, or a catalog query has a problem\n"
     "  2  usage error or configuration error (the field is named on stderr)\n";
 
 constexpr std::array<OptionSpec, 2> options{{{"--config", "FILE"}, {"--connect", {}}}};
@@ -87,6 +97,47 @@ std::size_t print_connect_check(Tool& tool) {
                              (problems == 1 ? " problem\n" : " problems\n");
   write_all(1, out);
   return problems;
+}
+
+/// The engine's complaint about a statement it would not prepare, escaped and
+/// labelled as the engine's: codes, message, detail, hint, position.
+std::string engine_words(const Failure& failure) {
+  std::string out = "; the engine's words: ";
+  if (!failure.sqlstate.empty()) out += "SQLSTATE " + quoted(failure.sqlstate) + " ";
+  if (failure.sqlite_code) out += "SQLite code " + std::to_string(*failure.sqlite_code) + " ";
+  out += quoted(failure.message);
+  if (!failure.detail.empty()) out += ", detail " + quoted(failure.detail);
+  if (!failure.hint.empty()) out += ", hint " + quoted(failure.hint);
+  if (failure.position) out += ", at position " + std::to_string(*failure.position);
+  return out;
+}
+
+/// Prints the catalog part of --connect; returns the number of problems found.
+std::size_t print_catalog_check(Tool& tool) {
+  if (tool.catalog().queries.empty()) return 0;
+  const std::vector<CatalogQueryProblem> problems = tool.check_catalog_queries();
+  std::string out;
+  for (const CatalogQueryProblem& problem : problems) {
+    out += "rawtool: catalog query " + problem.query.str() + ": " + problem.field.str() + ": " + problem.problem.str();
+    if (problem.failure) out += engine_words(*problem.failure);
+    if (!problem.engine_words.empty()) {
+      if (problem.field.view() == "database") {
+        print_error("check-config", "catalog query " + problem.query.str() + ": could not connect: " +
+                                        quoted(problem.engine_words));
+        out += "; the library's words are on stderr";
+      } else {
+        out += ": " + quoted(problem.engine_words);
+      }
+    }
+    out += '\n';
+  }
+  const std::size_t count = tool.catalog().queries.size();
+  out += problems.empty() ? "rawtool: catalog check OK: " + std::to_string(count) +
+                                (count == 1 ? " query prepares as declared\n" : " queries prepare as declared\n")
+                          : "rawtool: catalog check found " + std::to_string(problems.size()) +
+                                (problems.size() == 1 ? " problem\n" : " problems\n");
+  write_all(1, out);
+  return problems.size();
 }
 
 }  // namespace
@@ -141,7 +192,11 @@ int run_check_config(Arguments argv) {
   summary += log_level_name(config.log.level);
   summary += '\n';
   write_all(1, summary);
-  if (args.flag("--connect") && print_connect_check(*tool) != 0) return static_cast<int>(Exit::failure);
+  if (args.flag("--connect")) {
+    const std::size_t database_problems = print_connect_check(*tool);
+    const std::size_t catalog_problems = print_catalog_check(*tool);
+    if (database_problems + catalog_problems != 0) return static_cast<int>(Exit::failure);
+  }
   return static_cast<int>(Exit::ok);
 }
 

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -41,10 +42,13 @@ constexpr std::string_view help =
     "  3. a certified query;\n"
     "  4. a certified failure: only a status and a log reference, with the operator\n"
     "     log line for that reference beside it.\n"
-    "The temporary folder is removed at the end.\n"
+    "The demo runs from the files it writes: reviews.db, catalog.json, and\n"
+    "config.json, a configuration naming both. The temporary folder is removed\n"
+    "at the end.\n"
     "\n"
     "Options:\n"
-    "  --keep   keep the temporary folder and print its path\n"
+    "  --keep   keep the temporary folder, print its path and a command that uses\n"
+    "           its configuration (rawtool query --config FOLDER/config.json ...)\n"
     "\n"
     "Exit status: 0 when every part ran as shown, 1 otherwise.\n";
 
@@ -90,6 +94,13 @@ constexpr std::string_view catalog_json = R"({
       ]
     }
   ]
+}
+)";
+
+// Relative paths resolve against the configuration's own folder.
+constexpr std::string_view config_json = R"({
+  "databases": [{"label": "demo", "path": "reviews.db"}],
+  "catalog": "catalog.json"
 }
 )";
 
@@ -176,23 +187,24 @@ int run_demo(Arguments argv) {
   }
   const auto database_file = folder.path() / "reviews.db";
   const auto catalog_file = folder.path() / "catalog.json";
+  const auto config_file = folder.path() / "config.json";
   if (!build_database(database_file)) {
     print_error("demo", "could not build the demo database");
     return static_cast<int>(Exit::failure);
   }
-  {
-    std::ofstream catalog(catalog_file, std::ios::binary);
-    catalog << catalog_json;
-    if (!catalog) {
-      print_error("demo", "could not write the demo catalog");
+  for (const auto& [file, text, what] : {std::tuple{catalog_file, catalog_json, "catalog"},
+                                         std::tuple{config_file, config_json, "configuration"}}) {
+    std::ofstream stream(file, std::ios::binary);
+    stream << text;
+    if (!stream) {
+      print_error("demo", std::string("could not write the demo ") + what);
       return static_cast<int>(Exit::failure);
     }
   }
 
-  Config config;
-  config.databases.push_back(database_for_target(database_file.string()));
-  config.databases.front().label = "demo";
-  config.catalog = catalog_file;
+  // The demo reads its own configuration file, as `rawtool query --config`
+  // would, so what --keep leaves behind is what the demo ran.
+  Config config = load_config(config_file);
 
   // The certified path logs each failure's complaint under its reference. The
   // demo keeps those lines (through the library's log sink, in place of any
@@ -269,7 +281,12 @@ int run_demo(Arguments argv) {
   if (args.flag("--keep")) {
     out("\nThe demo's files are kept in ");
     out(folder.path().string());
-    out("\n");
+    out(": reviews.db (the database), catalog.json (the catalog) and config.json\n"
+        "(a configuration naming both). Try:\n  rawtool query --config ");
+    out(config_file.string());
+    out(" \"SELECT author, rating FROM reviews\"\n  rawtool certified --config ");
+    out(config_file.string());
+    out(" product_reviews product_id=1\n");
   }
   if (!as_expected) {
     print_error("demo", "a part of the demo did not turn out as described above");

@@ -11,6 +11,22 @@ namespace rawtool::cli {
 
 namespace {
 
+// What ConfigError::what() says after "field: ".
+std::string problem_of(const ConfigError& e) {
+  const std::string what = e.what();
+  const std::string prefix = e.field() + ": ";
+  return what.starts_with(prefix) ? what.substr(prefix.size()) : what;
+}
+
+/// The database --db names; its problems are the command line's.
+DatabaseConfig database_from_flag(const std::string& db, const std::filesystem::path& cwd) {
+  try {
+    return database_for_target(db, cwd);
+  } catch (const ConfigError& e) {
+    throw UsageError("--db " + problem_of(e));
+  }
+}
+
 Config database_config(const Args& args) {
   const auto file = args.value("--config");
   const auto db = args.value("--db");
@@ -18,7 +34,7 @@ Config database_config(const Args& args) {
   if (!file) {
     Config config;
     if (db) {
-      config.databases.push_back(database_for_target(*db, cwd));
+      config.databases.push_back(database_from_flag(*db, cwd));
     } else {
       // Every key left out: parse_config takes the database from
       // RAWTOOL_DATABASE_URL, then the PG* environment, and names the problem
@@ -31,12 +47,19 @@ Config database_config(const Args& args) {
   if (db) {
     // --db replaces where the first database lives, keeping the operator's
     // label, access mode, limits and pool size for it.
-    DatabaseConfig replacement = database_for_target(*db, cwd);
+    DatabaseConfig replacement = database_from_flag(*db, cwd);
     if (config.databases.empty()) {
       config.databases.push_back(std::move(replacement));
     } else {
-      config.databases.front().target = std::move(replacement.target);
-      config.databases.front().kind = replacement.kind;
+      DatabaseConfig& first = config.databases.front();
+      if (replacement.kind != first.kind) {
+        // Engine-specific settings do not carry over to the other engine.
+        first.password_file.clear();
+        first.sqlite = SqliteOptions{};
+        first.sqlite.create_if_missing = false;
+      }
+      first.target = std::move(replacement.target);
+      first.kind = replacement.kind;
     }
   }
   return config;
@@ -60,13 +83,6 @@ void make_private_folders(const std::filesystem::path& folder) {
                                  std::generic_category().message(error) +
                                  "); name a destination with --log or the configuration's log key");
   }
-}
-
-// What ConfigError::what() says after "field: ".
-std::string problem_of(const ConfigError& e) {
-  const std::string what = e.what();
-  const std::string prefix = e.field() + ": ";
-  return what.starts_with(prefix) ? what.substr(prefix.size()) : what;
 }
 
 }  // namespace
@@ -134,6 +150,14 @@ std::unique_ptr<Tool> open_configured(CommandConfig command) {
 
 std::unique_ptr<Tool> open_tool(const Args& args, LogDefault log_default) {
   return open_configured(config_from(args, log_default));
+}
+
+void apply_format(const Args& args, Config& config) {
+  const auto format = args.value("--format");
+  if (!format) return;
+  if (*format != "lines" && *format != "table") throw UsageError("--format is lines or table");
+  if (args.flag("--json")) throw UsageError("--format lays out the text surface; --json prints the structured one instead");
+  config.render.rows_layout = *format == "table" ? render::RowsLayout::table : render::RowsLayout::lines;
 }
 
 }  // namespace rawtool::cli

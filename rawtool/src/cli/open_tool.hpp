@@ -33,6 +33,18 @@ inline constexpr std::string_view log_options_help =
     "                  with mode 0600. Overrides the configuration's log key.\n"
     "  --log-level LEVEL  error, warn, info (default) or debug\n";
 
+/// --format, for the commands that print rows (query, certified).
+inline constexpr OptionSpec format_option{"--format", "lines|table"};
+inline constexpr std::string_view format_option_help =
+    "  --format lines|table  how rows are laid out on the text surface: lines (the\n"
+    "                  default), or table: aligned columns for a terminal, cells\n"
+    "                  still escaped and quoted, a cell longer than 40 characters\n"
+    "                  cut with the cut stated. Not with --json.\n";
+
+/// Sets the configuration's rows layout from --format. Throws UsageError for
+/// a value other than lines or table, or --format with --json.
+void apply_format(const Args& args, Config& config);
+
 /// Where the operator log goes when neither --log nor the configuration says.
 enum class LogDefault {
   /// A file under $XDG_STATE_HOME/rawtool, or ~/.local/state/rawtool: the

@@ -2,14 +2,17 @@
 
 #include "lib/detail/json_fields.hpp"
 
+#include <rawtool/render/escape.hpp>
+
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
+#include <system_error>
 
 namespace rawtool {
 namespace {
@@ -37,6 +40,88 @@ std::optional<std::string> environment(const char* name) {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
+// What ConfigError::what() says after "field: ".
+std::string problem_of(const ConfigError& e) {
+  const std::string what = e.what();
+  const std::string prefix = e.field() + ": ";
+  return what.starts_with(prefix) ? what.substr(prefix.size()) : what;
+}
+
+bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+
+// An environment variable's name as ${NAME} takes it: a letter or _, then
+// letters, digits and _; at most 128 characters, so it can be shown in an error.
+bool valid_variable_name(std::string_view name) {
+  if (name.empty() || name.size() > 128 || ascii_digit(name.front())) return false;
+  for (char c : name) {
+    if (!ascii_letter(c) && !ascii_digit(c) && c != '_') return false;
+  }
+  return true;
+}
+
+// RFC 3986's unreserved characters stay; every other byte becomes %XX, which
+// libpq decodes in every part of a postgresql:// URL.
+std::string percent_encoded(std::string_view value) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : value) {
+    if (ascii_letter(c) || ascii_digit(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      const auto byte = static_cast<unsigned char>(c);
+      out += '%';
+      out += hex[byte >> 4U];
+      out += hex[byte & 0x0FU];
+    }
+  }
+  return out;
+}
+
+// `text` with each ${NAME} replaced by the environment variable NAME, and $${
+// by a literal ${. Inside a postgresql:// URL the value is percent-encoded, so
+// a password holding '@', '/' or '%' reaches libpq as it is.
+std::string substitute_environment(std::string_view text, const std::string& field) {
+  const bool in_url = starts_with(text, "postgresql://") || starts_with(text, "postgres://");
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 3, "$${") == 0) {
+      out += "${";
+      i += 3;
+      continue;
+    }
+    if (text.compare(i, 2, "${") != 0) {
+      out += text[i++];
+      continue;
+    }
+    const std::size_t close = text.find('}', i + 2);
+    const std::string_view name = close == std::string_view::npos ? std::string_view() : text.substr(i + 2, close - i - 2);
+    if (!valid_variable_name(name)) {
+      fail(field, "holds a ${ that does not begin a ${NAME} reference (NAME: a letter or _, then letters, digits "
+                  "and _, then a closing brace); write $${ for a literal ${");
+    }
+    const std::string variable(name);
+    auto value = environment(variable.c_str());
+    if (!value) fail(field, "names ${" + variable + "}, but the environment variable " + variable + " is not set or is empty");
+    out += in_url ? percent_encoded(*value) : *value;
+    i = close + 1;
+  }
+  return out;
+}
+
+// The URI scheme `text` begins with ("mysql" for "mysql://..."), when it has one.
+std::optional<std::string> scheme_of(std::string_view text) {
+  if (text.empty() || !ascii_letter(text.front())) return std::nullopt;
+  std::size_t i = 1;
+  while (i < text.size() && (ascii_letter(text[i]) || ascii_digit(text[i]) || text[i] == '+' || text[i] == '.' || text[i] == '-')) ++i;
+  if (i >= text.size() || text[i] != ':' || i > 32) return std::nullopt;
+  return std::string(text.substr(0, i));
+}
+
+constexpr std::string_view engines_spoken =
+    "rawtool speaks PostgreSQL (postgresql://..., postgres://..., or a libpq key=value string) and SQLite "
+    "(sqlite:PATH, or the path key)";
+
 // A libpq "key=value ..." string starts with a keyword and '='.
 bool looks_like_conninfo(std::string_view s) {
   std::size_t i = 0;
@@ -59,9 +144,11 @@ std::string resolve_path(std::string_view path, const std::filesystem::path& bas
 std::optional<DatabaseConfig> database_from_environment(const std::filesystem::path& base_dir) {
   if (auto url = environment("RAWTOOL_DATABASE_URL")) {
     try {
-      return database_for_target(*url, base_dir);
-    } catch (const ConfigError&) {
-      fail("RAWTOOL_DATABASE_URL", "a sqlite: URL needs a path");
+      DatabaseConfig db = database_for_target(*url, base_dir);
+      db.sqlite.create_if_missing = false;
+      return db;
+    } catch (const ConfigError& e) {
+      fail("RAWTOOL_DATABASE_URL", problem_of(e));
     }
   }
   for (const char* name : {"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE"}) {
@@ -123,10 +210,26 @@ SqliteReadOnlyWal parse_read_only_wal(const json& value, const std::string& fiel
   fail(field, "must be \"existing_files\", \"create_files\" or \"immutable\"");
 }
 
+// Checks that a password file can be read and holds a password, as the
+// driver will read it at every connection.
+void check_password_file(const std::filesystem::path& file, const std::string& field) {
+  std::FILE* stream = std::fopen(file.c_str(), "rb");
+  if (stream == nullptr) fail(field, "cannot be opened: " + std::generic_category().message(errno));
+  char buffer[4] = {};
+  const std::size_t got = std::fread(buffer, 1, sizeof buffer, stream);
+  const bool failed = std::ferror(stream) != 0;
+  std::fclose(stream);
+  if (failed) fail(field, "cannot be read");
+  const std::string_view start(buffer, got);
+  if (start.empty() || start == "\n" || start == "\r\n") fail(field, "names an empty file: it must hold the password");
+}
+
 DatabaseConfig parse_database(const json& value, std::size_t index, const std::filesystem::path& base_dir) {
   std::string field = "databases[" + std::to_string(index) + "]";
   detail::require_object(value, field);
-  detail::reject_unknown_keys(value, {"label", "url", "path", "access", "limits", "pool_size", "sqlite_read_only_wal"},
+  detail::reject_unknown_keys(value,
+                              {"label", "url", "path", "access", "limits", "pool_size", "sqlite_read_only_wal",
+                               "password_file", "create_if_missing"},
                               field);
 
   auto url = value.find("url");
@@ -135,16 +238,29 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
 
   DatabaseConfig db;
   if (url != value.end()) {
-    std::string s = detail::read_string(*url, member_field(field, "url"));
-    if (s.empty()) fail(member_field(field, "url"), "must not be empty");
+    const std::string key = member_field(field, "url");
+    std::string s = detail::read_string(*url, key);
+    if (s.empty()) fail(key, "must not be empty");
+    s = substitute_environment(s, key);
+    // A url names its engine: a SQLite file is sqlite:PATH here (or the path key), never a bare path.
+    if (auto scheme = scheme_of(s)) {
+      if (*scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
+        fail(key, "uses the scheme " + *scheme + ":, which is not one rawtool speaks; " + std::string(engines_spoken));
+      }
+    } else if (!looks_like_conninfo(s)) {
+      fail(key, "names no engine: a SQLite file is named with sqlite:PATH or the path key; " + std::string(engines_spoken));
+    }
     try {
       db = database_for_target(s, base_dir);
-    } catch (const ConfigError&) {
-      fail(member_field(field, "url"), "a sqlite: URL needs a path");
+    } catch (const ConfigError& e) {
+      fail(key, problem_of(e));
     }
   } else if (path != value.end()) {
-    std::string s = detail::read_string(*path, member_field(field, "path"));
-    if (s.empty()) fail(member_field(field, "path"), "must not be empty");
+    const std::string key = member_field(field, "path");
+    std::string s = detail::read_string(*path, key);
+    if (s.empty()) fail(key, "must not be empty");
+    s = substitute_environment(s, key);
+    if (s.find('\0') != std::string::npos) fail(key, "must not contain a NUL character");
     db.kind = TargetKind::sqlite_path;
     db.target = resolve_path(s, base_dir);
   } else if (auto from_env = database_from_environment(base_dir)) {
@@ -170,6 +286,24 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
     const std::string key = member_field(field, "sqlite_read_only_wal");
     db.sqlite.read_only_wal = parse_read_only_wal(*it, key);
     if (db.kind != TargetKind::sqlite_path) fail(key, "applies to SQLite databases only");
+  }
+  // A configuration file creates no database it does not ask for.
+  db.sqlite.create_if_missing = false;
+  if (auto it = value.find("create_if_missing"); it != value.end()) {
+    const std::string key = member_field(field, "create_if_missing");
+    db.sqlite.create_if_missing = detail::read_bool(*it, key);
+    if (db.kind != TargetKind::sqlite_path) fail(key, "applies to SQLite databases only");
+    if (db.access != AccessMode::read_write) fail(key, "applies to read_write databases only (read-only access creates nothing)");
+  }
+  if (auto it = value.find("password_file"); it != value.end()) {
+    const std::string key = member_field(field, "password_file");
+    std::string s = detail::read_string(*it, key);
+    if (s.empty()) fail(key, "must not be empty");
+    if (db.kind != TargetKind::postgresql) fail(key, "applies to PostgreSQL databases only");
+    s = substitute_environment(s, key);
+    if (s.find('\0') != std::string::npos) fail(key, "must not contain a NUL character");
+    db.password_file = resolve_path(s, base_dir);
+    check_password_file(db.password_file, key);
   }
   return db;
 }
@@ -233,6 +367,14 @@ bool valid_database_label(std::string_view label) noexcept { return Label::valid
 
 DatabaseConfig database_for_target(std::string_view url_or_path, const std::filesystem::path& base_dir) {
   if (url_or_path.empty()) fail("database", "the target must not be empty");
+  if (url_or_path.find("${") != std::string_view::npos) {
+    fail("database", "holds ${, a variable nobody replaced: the value itself must be given (the shell replaces $NAME "
+                     "on a command line; a configuration file's url and path replace ${NAME})");
+  }
+  if (auto scheme = scheme_of(url_or_path); scheme && url_or_path.substr(scheme->size(), 3) == "://" &&
+                                            *scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
+    fail("database", "uses the scheme " + *scheme + "://, which is not one rawtool speaks; " + std::string(engines_spoken));
+  }
   DatabaseConfig db;
   if (starts_with(url_or_path, "postgresql://") || starts_with(url_or_path, "postgres://") ||
       looks_like_conninfo(url_or_path)) {
@@ -260,6 +402,17 @@ void validate_config(const Config& config) {
     if (!valid_database_label(db.label)) fail(field + ".label", "must be 1 to 64 of A-Z a-z 0-9 _ . -");
     if (!labels.insert(db.label).second) fail(field + ".label", "repeats the label of an earlier database");
     if (db.kind == TargetKind::sqlite_path && db.target.empty()) fail(field + ".path", "must not be empty");
+    if (db.kind == TargetKind::sqlite_path && db.access == AccessMode::read_write && !db.sqlite.create_if_missing &&
+        db.target != ":memory:") {
+      std::error_code error;
+      if (!std::filesystem::exists(db.target, error)) {
+        fail(field, "is a read_write SQLite database whose file does not exist; rawtool creates it only when "
+                    "create_if_missing is true");
+      }
+    }
+    if (db.kind != TargetKind::postgresql && !db.password_file.empty()) {
+      fail(field + ".password_file", "applies to PostgreSQL databases only");
+    }
     if (db.kind != TargetKind::sqlite_path && db.sqlite.read_only_wal != SqliteOptions{}.read_only_wal) {
       fail(field + ".sqlite_read_only_wal", "applies to SQLite databases only");
     }
@@ -364,13 +517,26 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
 }
 
 Config load_config(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail("configuration", "the file cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail("configuration", "the file cannot be read");
+  // The path is the operator's own, shown escaped so that an odd byte in it
+  // cannot act on the terminal.
+  const auto cannot = [&](std::string_view what, int error) {
+    std::string shown = "\"";
+    render::append_escaped(shown, Untrusted(file.string()), render::EscapeContext::cell, render::RenderOptions{});
+    shown += '"';
+    fail("configuration", "cannot " + std::string(what) + " the file " + shown + ": " +
+                              std::generic_category().message(error));
+  };
+  std::FILE* stream = std::fopen(file.c_str(), "rb");
+  if (stream == nullptr) cannot("open", errno);
+  std::string text;
+  char buffer[65536];
+  std::size_t got = 0;
+  while ((got = std::fread(buffer, 1, sizeof buffer, stream)) > 0) text.append(buffer, got);
+  const int error = std::ferror(stream) != 0 ? errno : 0;
+  std::fclose(stream);
+  if (error != 0) cannot("read", error);
   std::filesystem::path base = std::filesystem::absolute(file).parent_path();
-  return parse_config(text.str(), base);
+  return parse_config(text, base);
 }
 
 }  // namespace rawtool

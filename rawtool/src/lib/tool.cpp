@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <span>
 #include <utility>
 
@@ -52,7 +54,71 @@ void Cancellation::cancel() noexcept {
 
 bool Cancellation::cancelled() const noexcept { return state_->cancelled.load(); }
 
+/// Writes a call's CallProgress: running from construction (with the row cap
+/// of the database chosen), finished at destruction; the driver counts rows
+/// into it through report_rows_to.
+struct detail::CallProgressWriter {
+  CallProgressWriter(CallProgress* progress, std::uint64_t max_rows) noexcept : progress_(progress) {
+    if (progress_ == nullptr) return;
+    progress_->rows_read_.store(0, std::memory_order_relaxed);
+    progress_->max_rows_.store(max_rows, std::memory_order_relaxed);
+    progress_->started_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+    progress_->phase_.store(CallProgress::Phase::running, std::memory_order_release);
+  }
+  ~CallProgressWriter() {
+    if (progress_ != nullptr) progress_->phase_.store(CallProgress::Phase::finished, std::memory_order_release);
+  }
+  CallProgressWriter(const CallProgressWriter&) = delete;
+  CallProgressWriter& operator=(const CallProgressWriter&) = delete;
+
+  /// The counter a driver reports rows to, or null.
+  [[nodiscard]] std::atomic<std::uint64_t>* rows() const noexcept {
+    return progress_ != nullptr ? &progress_->rows_read_ : nullptr;
+  }
+
+private:
+  CallProgress* progress_;
+};
+
 namespace {
+
+/// Calls CallOptions::on_progress once per interval while a call runs, from a
+/// thread of its own, reading the call's CallProgress; stops and joins the
+/// thread when destroyed, before the call returns.
+class ProgressReports {
+public:
+  ProgressReports(const CallOptions& options, const CallProgress& progress) {
+    if (!options.on_progress) return;
+    thread_ = std::thread([this, report = options.on_progress, interval = options.progress_interval, &progress] {
+      std::unique_lock lock(mutex_);
+      while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
+        if (progress.phase() != CallProgress::Phase::running) continue;
+        lock.unlock();
+        report(ProgressFigures{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                                     progress.started()),
+                               progress.rows_read(), progress.max_rows()});
+        lock.lock();
+      }
+    });
+  }
+  ~ProgressReports() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  ProgressReports(const ProgressReports&) = delete;
+  ProgressReports& operator=(const ProgressReports&) = delete;
+
+private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;  ///< REQUIRES: mutex_ held
+  std::thread thread_;
+};
 
 using render::PathKind;
 using render::Provenance;
@@ -75,7 +141,9 @@ Engine engine_of(const DatabaseConfig& db) {
 
 std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access, db.sqlite);
-  return make_postgres_driver(db.target);
+  PostgresOptions options;
+  options.password_file = db.password_file.string();
+  return make_postgres_driver(db.target, options);
 }
 
 Reply to_reply(render::Rendered rendered, bool is_error) { return Reply(std::move(rendered), is_error); }
@@ -202,7 +270,7 @@ struct Tool::Impl {
   }
 
   Execution execute(const Database& db, std::string_view sql, std::span<const Parameter> params, AccessMode mode,
-                    Cancellation* cancellation) const {
+                    Cancellation* cancellation, const detail::CallProgressWriter& progress) const {
     Cancellation::State* state = cancellation != nullptr ? cancellation->state_.get() : nullptr;
     if (state != nullptr && state->cancelled.load()) {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
@@ -229,6 +297,11 @@ struct Tool::Impl {
     }
     auto start = std::chrono::steady_clock::now();
     Outcome outcome;
+    struct RowReport {
+      Driver* driver;
+      ~RowReport() { driver->report_rows_to(nullptr); }
+    } row_report{driver};
+    driver->report_rows_to(progress.rows());
     try {
       outcome = driver->execute(sql, params, db.config.limits, mode);
     } catch (const std::exception& e) {
@@ -239,6 +312,17 @@ struct Tool::Impl {
     }
     auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
     return {std::move(outcome), elapsed};
+  }
+
+  /// execute(), with the call's progress written where `options` says (or
+  /// to a CallProgress of its own) and options.on_progress called while it runs.
+  Execution execute_reporting(const Database& db, std::string_view sql, std::span<const Parameter> params,
+                              AccessMode mode, const CallOptions& options) const {
+    CallProgress own;
+    CallProgress* const progress = options.progress != nullptr ? options.progress : &own;
+    const detail::CallProgressWriter writer(progress, db.config.limits.max_rows);
+    const ProgressReports reports(options, *progress);
+    return execute(db, sql, params, mode, options.cancellation, writer);
   }
 
   Reply certified_status(Status status, const Provenance& provenance, nlohmann::json query, std::string_view key,
@@ -340,6 +424,142 @@ std::vector<DatabaseCheck> Tool::inspect_databases() {
   return checks;
 }
 
+namespace {
+
+/// A value of the kind certified() binds for `type`: its kind chooses the
+/// type the driver sends (Driver::describe does not send the value).
+Parameter parameter_of_kind(ParameterType type) {
+  switch (type) {
+    case ParameterType::integer: return std::int64_t{0};
+    case ParameterType::number: return 0.0;
+    case ParameterType::boolean: return false;
+    case ParameterType::text:
+    case ParameterType::date:
+    case ParameterType::timestamp: return std::string();
+  }
+  return std::monostate{};
+}
+
+/// Whether a parameter certified() sends untyped (text, date, timestamp: the
+/// server converts the text) fits the type the server infers for it, as
+/// format_type names PostgreSQL's built-in types. Integer, number and boolean
+/// are sent typed, so a prepare that succeeds shows they fit.
+bool fits_inferred(ParameterType declared, const Untrusted& inferred) {
+  const auto is_one_of = [&](std::initializer_list<std::string_view> names) {
+    return std::any_of(names.begin(), names.end(), [&](std::string_view name) { return inferred == Untrusted(name); });
+  };
+  const bool textual = is_one_of({"text", "character varying", "character", "name", "unknown"});
+  switch (declared) {
+    case ParameterType::text:
+      return !is_one_of({"smallint", "integer", "bigint", "numeric", "real", "double precision", "boolean", "date",
+                         "timestamp without time zone", "timestamp with time zone", "time without time zone",
+                         "time with time zone", "interval"});
+    case ParameterType::date:
+      return textual || is_one_of({"date", "timestamp without time zone", "timestamp with time zone"});
+    case ParameterType::timestamp:
+      return textual || is_one_of({"timestamp without time zone", "timestamp with time zone"});
+    default: return true;
+  }
+}
+
+/// The character at PostgreSQL's 1-based character position in `sql`, or 0.
+char character_at(std::string_view sql, std::int64_t position) {
+  std::int64_t characters = 0;
+  for (char c : sql) {
+    if ((static_cast<unsigned char>(c) & 0xC0U) == 0x80U) continue;  // a UTF-8 continuation byte
+    if (++characters == position) return c;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<CatalogQueryProblem> Tool::check_catalog_queries() {
+  std::vector<CatalogQueryProblem> problems;
+  for (const CatalogQuery& query : impl_->catalog.queries) {
+    const Label name = Label::checked(query.name);
+    const auto report = [&](Trusted field, Trusted problem) -> CatalogQueryProblem& {
+      problems.push_back(CatalogQueryProblem{name, std::move(field), std::move(problem), std::nullopt, {}});
+      return problems.back();
+    };
+    const Database* db = impl_->find_database(query.database);
+    if (db == nullptr) continue;  // Tool::open refuses such a catalog
+    AccessMode mode = query.access.value_or(db->config.access);
+    if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
+    std::vector<Parameter> kinds;
+    for (const ParameterSpec& spec : query.parameters) kinds.push_back(parameter_of_kind(spec.type));
+
+    std::variant<StatementShape, Failure, Refusal, Unavailable> described = Unavailable{};
+    try {
+      detail::ConnectionPool::Lease lease = db->pool->acquire([] { return false; });
+      described = lease.get()->describe(query.sql, kinds, mode);
+    } catch (const std::exception& e) {
+      described = Unavailable{exception_text(e)};
+    }
+    if (auto* unavailable = std::get_if<Unavailable>(&described)) {
+      report(Literal("database"), Trusted::format("not checked: database {} could not be reached",
+                                         Label::checked(db->config.label)))
+          .engine_words = std::move(unavailable->complaint);
+      continue;
+    }
+    if (auto* failure = std::get_if<Failure>(&described)) {
+      Trusted problem = Literal("the engine would not prepare it");
+      if (db->engine == Engine::postgresql && failure->position &&
+          character_at(query.sql, *failure->position) == '?') {
+        problem += Literal(" (where it points, a ?: PostgreSQL placeholders are written $1, $2, ...)");
+      }
+      report(Literal("sql"), std::move(problem)).failure = std::move(*failure);
+      continue;
+    }
+    if (auto* refusal = std::get_if<Refusal>(&described)) {
+      switch (refusal->reason) {
+        case RefusalReason::multiple_statements: report(Literal("sql"), Literal("holds more than one statement; a query is one")); break;
+        case RefusalReason::empty_statement: report(Literal("sql"), Literal("holds no statement")); break;
+        case RefusalReason::read_only:
+          report(Literal("sql"), Trusted::format("the engine shows it writes, and it runs read-only: {}", refusal->explanation));
+          break;
+        default: report(Literal("sql"), refusal->explanation); break;
+      }
+      continue;
+    }
+    const StatementShape& shape = std::get<StatementShape>(described);
+    const std::size_t declared = query.parameters.size();
+    if (shape.parameter_count != declared) {
+      report(Literal("parameters"), Trusted::format(db->engine == Engine::postgresql
+                                               ? Literal("the statement uses placeholders up to ${}; the query declares {} "
+                                                         "parameters, bound in order as $1, $2, ...")
+                                               : Literal("the statement takes {} parameters; the query declares {}, bound "
+                                                         "in order as ?1, ?2, ..."),
+                                           shape.parameter_count, declared));
+    }
+    for (std::size_t i = 0; i < shape.placeholders.size(); ++i) {
+      if (shape.placeholders[i] == Untrusted("?" + std::to_string(i + 1))) continue;
+      report(Literal("sql"), Trusted::format("placeholder {} is not written ?{}: the catalog binds parameters by position, the "
+                                    "first declared as ?1 (the placeholder as written follows)",
+                                    i + 1, i + 1))
+          .engine_words = shape.placeholders[i];
+    }
+    if (mode == AccessMode::read_only && shape.effect == StatementShape::Effect::writes) {
+      report(Literal("sql"), db->engine == Engine::postgresql
+                        ? Literal("the server's plan modifies a table, and the query runs read-only")
+                        : Literal("SQLite compiles it as a write, and the query runs read-only"));
+    }
+    if (mode == AccessMode::read_only && shape.effect == StatementShape::Effect::command) {
+      report(Literal("sql"), Literal("is a utility command, which has no plan to show it reads; a query that runs read-only must be a "
+                    "query the server can plan"));
+    }
+    for (std::size_t i = 0; i < shape.inferred_types.size() && i < declared; ++i) {
+      const ParameterSpec& spec = query.parameters[i];
+      if (fits_inferred(spec.type, shape.inferred_types[i])) continue;
+      report(Trusted::format("parameters[{}] ({}).type", i, Label::checked(spec.name)),
+             Trusted::format("is {}, but the server infers another type for ${} (its name follows)",
+                             Label::checked(parameter_type_name(spec.type)), i + 1))
+          .engine_words = shape.inferred_types[i];
+    }
+  }
+  return problems;
+}
+
 bool Tool::raw_path_enabled() const noexcept { return impl_->config.raw_path; }
 const Config& Tool::config() const noexcept { return impl_->config; }
 const Catalog& Tool::catalog() const noexcept { return impl_->catalog; }
@@ -366,7 +586,7 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
                     true);
   }
 
-  Execution run = m.execute(*db, sql, {}, db->config.access, options.cancellation);
+  Execution run = m.execute_reporting(*db, sql, {}, db->config.access, options);
   provenance.elapsed = run.elapsed;
   const render::RenderOptions& render_options = m.config.render;
 
@@ -451,7 +671,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   AccessMode mode = query->access.value_or(db->config.access);
   if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
 
-  Execution run = m.execute(*db, query->sql, values, mode, options.cancellation);
+  Execution run = m.execute_reporting(*db, query->sql, values, mode, options);
   provenance.elapsed = run.elapsed;
 
   if (auto* rows = std::get_if<Rows>(&run.outcome)) {
@@ -595,7 +815,7 @@ Reply Tool::describe_schema(const SchemaRequest& request, const CallOptions& opt
   // a status, its words for the log only.
   std::optional<Reply> failed;
   const auto run = [&](const detail::SchemaStatement& statement, std::vector<Parameter> params) -> Rows* {
-    Execution execution = m.execute(*db, statement.sql, params, AccessMode::read_only, options.cancellation);
+    Execution execution = m.execute_reporting(*db, statement.sql, params, AccessMode::read_only, options);
     provenance.elapsed += execution.elapsed;
     if (auto* rows = std::get_if<Rows>(&execution.outcome)) {
       reply.sections.push_back(render::SchemaSection{statement.section, statement.columns, std::move(*rows)});

@@ -23,10 +23,6 @@ public:
   /// Blocks until the next line, oversized line or end of input.
   Status next(std::string& line);
 
-  /// True when bytes read from the descriptor wait in the buffer: next() has
-  /// (part of) a line without reading again.
-  [[nodiscard]] bool buffered() const noexcept { return begin_ != end_; }
-
 private:
   bool fill();
 

@@ -334,15 +334,25 @@ std::string id_key(const json& id) {
   return id.dump(-1, ' ', true, json::error_handler_t::replace);
 }
 
+std::variant<json, Send> read_message(std::string_view text, const LineLimits& limits) {
+  if (!is_valid_utf8(text)) return Send{error_response(json(), ErrorCode::parse_error, "message is not valid UTF-8")};
+  if (nests_deeper_than(text, limits.max_depth)) {
+    return Send{error_response(json(), ErrorCode::invalid_request,
+                               "message nests deeper than " + std::to_string(limits.max_depth) + " levels")};
+  }
+  json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded()) return Send{error_response(json(), ErrorCode::parse_error, "message is not valid JSON")};
+  return message;
+}
+
 Action handle_line(std::string_view line, Session& session, const ServerDescription& server,
                    const LineLimits& limits) {
-  if (!is_valid_utf8(line)) return send_error(json(), ErrorCode::parse_error, "message is not valid UTF-8");
-  if (nests_deeper_than(line, limits.max_depth)) {
-    return send_error(json(), ErrorCode::invalid_request,
-                      "message nests deeper than " + std::to_string(limits.max_depth) + " levels");
-  }
-  json message = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) return send_error(json(), ErrorCode::parse_error, "message is not valid JSON");
+  auto read = read_message(line, limits);
+  if (auto* error = std::get_if<Send>(&read)) return std::move(*error);
+  return handle_message(std::get<json>(read), session, server);
+}
+
+Action handle_message(const json& message, Session& session, const ServerDescription& server) {
   if (message.is_array()) {
     return send_error(json(), ErrorCode::invalid_request, "batches are not supported: send one message per line");
   }

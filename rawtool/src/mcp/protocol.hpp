@@ -1,8 +1,8 @@
 #pragma once
 
-// The JSON-RPC and MCP layer as pure functions: one input line and the
+// The JSON-RPC and MCP layer as pure functions: one message and the
 // session's state in, one action out. No I/O, no threads, no database, so it
-// can be unit-tested and fuzzed on its own; the server loop only carries the
+// can be unit-tested and fuzzed on its own; the Dispatcher carries the
 // actions out.
 
 #include <rawtool/render/bytes.hpp>
@@ -63,8 +63,10 @@ struct DescribeSchemaCall {
 };
 using ToolCall = std::variant<RawSqlCall, CertifiedQueryCall, DescribeCatalogCall, DescribeSchemaCall>;
 
-/// What the server describes about itself. Computed once from the tool's
-/// configuration; plain data.
+/// What the server shows one session, and what that session may use: the
+/// tools it lists and the databases raw_sql may name. Plain data, computed
+/// from the tool's configuration; a transport with several sessions may give
+/// each its own.
 struct ServerDescription {
   std::string version;
   /// The tools/list result's "tools" array.
@@ -73,7 +75,9 @@ struct ServerDescription {
   bool raw_path_enabled = true;
   /// The labels raw_sql may name, the default first: every configured
   /// database when they share one access mode, else the read-only ones.
-  /// raw_sql's optional `database` argument must be one of them.
+  /// raw_sql's optional `database` argument must be one of them; left out, it
+  /// is the first. Empty: no `database` argument is accepted, and the call
+  /// goes to the backend's own default.
   std::vector<std::string> database_labels;
   /// The labels raw_sql_write may name, the default first; empty when there
   /// is no raw_sql_write (every database has one access mode, and raw_sql
@@ -122,10 +126,20 @@ struct Ignore {
 };
 using Action = std::variant<Send, StartCall, CancelCall, Ignore>;
 
-/// Parses, validates and dispatches one line (without its LF). Never throws
-/// for anything the input can hold; every malformed input becomes a JSON-RPC
-/// error (without an id when none could be read) or, for a notification,
-/// Ignore. Updates `session` on initialize and notifications/initialized.
+/// Checks one message's text (UTF-8, nesting) and parses it: the parsed
+/// value, any JSON at all, or the error to answer the text with (a parse
+/// error or an invalid request, without an id). Never throws.
+std::variant<nlohmann::json, Send> read_message(std::string_view text, const LineLimits& limits = {});
+
+/// Validates and dispatches one parsed message. Never throws for anything a
+/// message can hold; every malformed message (a batch, a non-object, a bad
+/// member) becomes a JSON-RPC error (without an id when none could be read)
+/// or, for a notification, Ignore. Updates `session` on initialize and
+/// notifications/initialized.
+Action handle_message(const nlohmann::json& message, Session& session, const ServerDescription& server);
+
+/// read_message, then handle_message: one line (without its LF) in, one
+/// action out.
 Action handle_line(std::string_view line, Session& session, const ServerDescription& server,
                    const LineLimits& limits = {});
 

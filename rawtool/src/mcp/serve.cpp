@@ -1,154 +1,23 @@
-// rawtool::mcp::serve: the MCP server over rawtool::Tool.
+// rawtool::mcp::serve: the MCP server over rawtool::Tool, on stdio.
 
 #include <rawtool/mcp.hpp>
 
-#include "mcp/protocol.hpp"
 #include "mcp/server.hpp"
-#include "mcp/query_tools.hpp"
-#include "mcp/tools.hpp"
+#include "mcp/tool_backend.hpp"
 
 #include "lib/detail/log.hpp"
 
-#include <rawtool/render/status.hpp>
-
-#include <algorithm>
-#include <string>
-#include <type_traits>
-#include <variant>
-
-#ifndef RAWTOOL_VERSION
-#define RAWTOOL_VERSION "0.0.0"
-#endif
-
 namespace rawtool::mcp {
 
-namespace {
-
-using detail::CallReply;
-using detail::ToolCall;
-
-class ToolControl final : public detail::CallControl {
-public:
-  void cancel() noexcept override { cancellation_.cancel(); }
-  Cancellation& cancellation() noexcept { return cancellation_; }
-
-private:
-  Cancellation cancellation_;
-};
-
-CallReply from_reply(Reply reply) {
-  return CallReply{reply.text(), reply.structured(), reply.is_error()};
-}
-
-class ToolBackend final : public detail::Backend {
-public:
-  explicit ToolBackend(Tool& tool) : tool_(tool) {}
-
-  std::unique_ptr<detail::CallControl> make_control() override { return std::make_unique<ToolControl>(); }
-
-  CallReply run(const ToolCall& call, detail::CallControl& control) override {
-    CallOptions options;
-    options.cancellation = &static_cast<ToolControl&>(control).cancellation();
-    return std::visit(
-        [&](const auto& step) -> CallReply {
-          using Step = std::decay_t<decltype(step)>;
-          if constexpr (std::is_same_v<Step, detail::RawSqlCall>) {
-            options.database = step.database;
-            return from_reply(tool_.raw(step.sql, options));
-          } else if constexpr (std::is_same_v<Step, detail::CertifiedQueryCall>) {
-            return from_reply(tool_.certified(step.name, step.params, options));
-          } else if constexpr (std::is_same_v<Step, detail::DescribeSchemaCall>) {
-            options.database = step.database;
-            return from_reply(tool_.describe_schema(step.request, options));
-          } else {
-            return from_reply(tool_.describe_catalog());
-          }
-        },
-        call);
-  }
-
-  CallReply too_large(const ToolCall& call, std::size_t bytes) override {
-    const auto& databases = tool_.config().databases;
-    const DatabaseConfig* chosen = &databases.front();
-    if (const auto* raw = std::get_if<detail::RawSqlCall>(&call); raw != nullptr && !raw->database.empty()) {
-      const auto named = std::find_if(databases.begin(), databases.end(),
-                                      [&](const DatabaseConfig& candidate) { return candidate.label == raw->database; });
-      if (named != databases.end()) chosen = &*named;
-    }
-    const DatabaseConfig& database = *chosen;
-    render::Provenance provenance;
-    if (const auto* certified = std::get_if<detail::CertifiedQueryCall>(&call)) {
-      provenance.path = render::PathKind::certified;
-      // A name the catalog does not hold is the caller's text: not repeated.
-      if (tool_.catalog().find(certified->name) != nullptr) {
-        provenance.certified_name = Label::checked(certified->name);
-        if (!tool_.catalog().sha256.empty()) provenance.catalog_hash = Label::checked(tool_.catalog().sha256);
-      }
-    }
-    provenance.engine = database.kind == TargetKind::postgresql ? Engine::postgresql : Engine::sqlite;
-    provenance.database_label = Label::checked(database.label);
-    const Refusal refusal{RefusalReason::limit,
-                          Trusted::format("the reply would be {} bytes on the wire, over the MCP transport's limit; "
-                                          "lower the row or byte limits or select fewer rows",
-                                          bytes)};
-    auto rendered = render::render_refusal(refusal, provenance);
-    return CallReply{rendered.text(), rendered.structured(), true};
-  }
-
-private:
-  Tool& tool_;
-};
-
-detail::ToolSettings settings_of(const Tool& tool) {
-  detail::ToolSettings settings;
-  const auto& config = tool.config();
-  settings.raw_path_enabled = tool.raw_path_enabled();
-  settings.read_write = std::any_of(config.databases.begin(), config.databases.end(),
-                                    [](const DatabaseConfig& database) { return database.access == AccessMode::read_write; });
-  if (!config.databases.empty()) settings.database_label = config.databases.front().label;
-  for (const DatabaseConfig& database : config.databases) {
-    settings.databases.push_back({database.label, database.kind == TargetKind::postgresql ? "postgresql" : "sqlite",
-                                  database.access == AccessMode::read_write});
-  }
-  settings.catalog_text = tool.describe_catalog().text();
-  // A query's access never exceeds its database's.
-  for (const CatalogQuery& query : tool.catalog().queries) {
-    const DatabaseConfig* database = &config.databases.front();
-    for (const DatabaseConfig& candidate : config.databases)
-      if (!query.database.empty() && candidate.label == query.database) database = &candidate;
-    if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
-      settings.certified_read_write = true;
-  }
-  settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
-  if (settings.per_query) settings.query_tools = detail::query_tools(tool);
-  return settings;
-}
-
-}  // namespace
-
 int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
-  const detail::ToolSettings settings = settings_of(tool);
-  detail::ServerDescription description;
-  description.version = RAWTOOL_VERSION;
-  description.tools = detail::describe_tools(settings);
-  description.instructions = detail::server_instructions(settings);
-  description.raw_path_enabled = settings.raw_path_enabled;
-  const detail::RawTools raw = detail::raw_tools(settings);
-  description.database_labels = raw.raw_sql;
-  description.write_database_labels = raw.raw_sql_write;
-  for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
-  for (const CatalogQuery& query : tool.catalog().queries) description.catalog_names.push_back(query.name);
-  description.certified_query_tool = !settings.per_query;
-  for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
-  description.render = tool.config().render;
-
   detail::ServerLimits limits;
   limits.max_line_bytes = options.max_line_bytes;
   limits.max_concurrent_calls =
       options.max_concurrent_calls != 0 ? options.max_concurrent_calls : tool.config().max_concurrent_calls;
 
-  ToolBackend backend(tool);
-  return detail::run_server(backend, description, in_fd, out_fd, limits, rawtool::detail::ToolInternals::log(tool));
+  detail::ToolBackend backend(tool);
+  return detail::run_server(backend, detail::describe_server(tool), in_fd, out_fd, limits,
+                            rawtool::detail::ToolInternals::log(tool));
 }
 
 }  // namespace rawtool::mcp

@@ -34,8 +34,14 @@
 // first: compare_mcp_p50_us and _p99_us, compare_added_p50_us, compare_ping_p50_us, its
 // compare_cpu_us, compare_runq_us and compare_switches, and
 // compare_delta_p50_us, the p50 of (its call - this call) iteration by
-// iteration, which load that comes and goes affects least. A change to the
-// server is judged so against the build before it.
+// iteration, which load that comes and goes affects least, and
+// p50_ratio_to_compare and p99_ratio_to_compare, this build's mcp_p50_us and
+// mcp_p99_us over the compared build's (below 1: this build is faster). A
+// change to the server is judged so against the build before it:
+//
+//   RAWTOOL_MCP_BENCH_COMPARE=<previous build>/rawtool/rawtool ./mcp_bench --benchmark_filter=select1 ...
+
+#include "mcp_stdio.hpp"
 
 #include <rawtool/config.hpp>
 #include <rawtool/tool.hpp>
@@ -58,12 +64,8 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace {
 
@@ -176,26 +178,10 @@ SchedStats sched_stats_of(pid_t pid) {
 class McpPipe {
 public:
   McpPipe(const std::string& binary, const std::filesystem::path& config) {
-    std::array<int, 2> to_child{};
-    std::array<int, 2> from_child{};
-    if (::pipe2(to_child.data(), O_CLOEXEC) != 0 || ::pipe2(from_child.data(), O_CLOEXEC) != 0) {
-      throw std::runtime_error("pipe");
-    }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    const std::string config_path = config.string();
-    std::array<char*, 5> argv{const_cast<char*>(binary.c_str()), const_cast<char*>("mcp"),
-                              const_cast<char*>("--config"), const_cast<char*>(config_path.c_str()), nullptr};
-    const int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    in_ = to_child[1];
-    out_ = from_child[0];
-    if (rc != 0) throw std::runtime_error("cannot start " + binary);
+    const rawtool::test::McpChild child = rawtool::test::spawn_mcp_server(binary, config);
+    pid_ = child.pid;
+    in_ = child.to_server;
+    out_ = child.from_server;
     round_trip(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})");
     write_line(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
   }
@@ -382,8 +368,11 @@ void compare(benchmark::State& state, Db db, const std::string& sql) {
   per_iteration("server_", pipe_before, pipe.sched_stats());
   if (other != nullptr && !other_samples.empty()) {
     const double other_p50 = other_samples.quantile(0.5);
+    const double other_p99 = other_samples.quantile(0.99);
     state.counters["compare_mcp_p50_us"] = other_p50;
-    state.counters["compare_mcp_p99_us"] = other_samples.quantile(0.99);
+    state.counters["compare_mcp_p99_us"] = other_p99;
+    state.counters["p50_ratio_to_compare"] = mcp_p50 / other_p50;
+    state.counters["p99_ratio_to_compare"] = mcp_samples.quantile(0.99) / other_p99;
     state.counters["compare_added_p50_us"] = other_p50 - library_p50;
     state.counters["compare_ping_p50_us"] = other_ping_samples.quantile(0.5);
     state.counters["compare_delta_p50_us"] = deltas.quantile(0.5);

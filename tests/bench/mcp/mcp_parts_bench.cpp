@@ -10,10 +10,8 @@
 //   respond_ping                    the response line of a ping
 //   pipe_round_trip                 one byte to another thread over a pipe and back: two
 //                                   wake-ups, the floor under any request over stdio
-//   condvar_round_trip              the same over a mutex and condition variables: what a
-//                                   hand-off between two threads of the server costs
-//   timerfd_arm                     arming a timerfd, the cheapest kernel timer a reader
-//                                   could set to hand itself off after a delay
+//   condvar_round_trip              the same over a mutex and condition variables: what
+//                                   handing a call from the reader to a worker and back costs
 //
 //   ./mcp_parts_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
@@ -39,7 +37,6 @@
 #include <thread>
 
 #include <fcntl.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 namespace {
@@ -202,18 +199,6 @@ void condvar_round_trip(benchmark::State& state) {
   echo.join();
 }
 
-void timerfd_arm(benchmark::State& state) {
-  const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-  if (fd < 0) {
-    state.SkipWithError("timerfd_create failed");
-    return;
-  }
-  itimerspec when{};
-  when.it_value.tv_nsec = 1000000;  // 1 ms, re-armed before it fires
-  for (auto _ : state) benchmark::DoNotOptimize(::timerfd_settime(fd, 0, &when, nullptr));
-  ::close(fd);
-}
-
 }  // namespace
 
 BENCHMARK(parse_ping);
@@ -223,6 +208,5 @@ BENCHMARK(library_select1_respond);
 BENCHMARK(respond_ping);
 BENCHMARK(pipe_round_trip)->UseRealTime();
 BENCHMARK(condvar_round_trip)->UseRealTime();
-BENCHMARK(timerfd_arm);
 
 BENCHMARK_MAIN();

@@ -1,5 +1,7 @@
 #include "mcp_pipe.hpp"
 
+#include "mcp_stdio.hpp"
+
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -10,25 +12,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace rawtool::reliability {
 
 namespace {
 
 using nlohmann::json;
-
-bool is_protocol_message(const json& message) {
-  if (!message.is_object() || message.value("jsonrpc", "") != "2.0") return false;
-  const bool response = message.contains("id") && (message.contains("result") != message.contains("error"));
-  const bool notification = !message.contains("id") && message.contains("method");
-  const bool idless_error = !message.contains("id") && message.contains("error");
-  return response || notification || idless_error;
-}
 
 std::atomic<unsigned> pipes_started{0};
 
@@ -49,35 +40,12 @@ std::optional<std::uint64_t> proc_status_kib(pid_t pid, std::string_view field) 
 }
 
 McpPipe::McpPipe(const std::filesystem::path& binary, const std::filesystem::path& config) {
-  std::array<int, 2> to_child{};
-  std::array<int, 2> from_child{};
-  if (::pipe2(to_child.data(), O_CLOEXEC) != 0 || ::pipe2(from_child.data(), O_CLOEXEC) != 0) {
-    throw std::runtime_error("pipe2 failed");
-  }
   log_file_ = config;
   log_file_ += ".stderr." + std::to_string(::getpid()) + "." + std::to_string(pipes_started.fetch_add(1));
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::string program = binary.string();
-  std::string mcp = "mcp";
-  std::string flag = "--config";
-  std::string config_path = config.string();
-  std::array<char*, 5> argv{program.data(), mcp.data(), flag.data(), config_path.data(), nullptr};
-  const int rc = ::posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(to_child[0]);
-  ::close(from_child[1]);
-  in_ = to_child[1];
-  out_ = from_child[0];
-  if (rc != 0) {
-    ::close(in_);
-    ::close(out_);
-    throw std::runtime_error("cannot start " + program);
-  }
+  const test::McpChild child = test::spawn_mcp_server(binary, config, log_file_);
+  pid_ = child.pid;
+  in_ = child.to_server;
+  out_ = child.from_server;
   reader_ = std::thread([this] { read_loop(); });
 }
 
@@ -107,7 +75,7 @@ void McpPipe::read_loop() {
       start = newline + 1;
       json message = json::parse(line, nullptr, false);
       std::lock_guard lock(mutex_);
-      if (message.is_discarded() || !is_protocol_message(message)) {
+      if (message.is_discarded() || !test::is_protocol_message(message)) {
         ++violations_;
         continue;
       }
@@ -190,7 +158,7 @@ std::optional<int> McpPipe::wait_exit(std::chrono::milliseconds timeout) {
       if (status_) return status_;
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        status_ = test::exit_code(status);
         return status_;
       }
     }

@@ -436,7 +436,9 @@ async function main() {
     };
     writeFileSync(join(dir, "catalog.json"), JSON.stringify(catalog));
     const sqlite = (access) => ({
-      databases: [{ label: "sdk", path: "db.sqlite", access, limits: { statement_timeout_ms: 10000 } }],
+      // The read-write server makes the database: a configuration creates a missing file only when it says so.
+      databases: [{ label: "sdk", path: "db.sqlite", access, ...(access === "read_write" ? { create_if_missing: true } : {}),
+                    limits: { statement_timeout_ms: 10000 } }],
       catalog: "catalog.json",
     });
     writeFileSync(join(dir, "rw.json"), JSON.stringify(sqlite("read_write")));

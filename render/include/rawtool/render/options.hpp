@@ -10,6 +10,12 @@ enum class CatalogProse {
   omitted,  ///< left out of every surface, stated as omitted
 };
 
+/// How the text surface lays out a result's rows.
+enum class RowsLayout {
+  lines,  ///< one "row N:" line per row, cells separated by " | " (the default; every surface's)
+  table,  ///< aligned columns for a person at a terminal, wide cells cut (see render_rows)
+};
+
 /// Operator-controlled rendering settings. Plain value; copy freely.
 struct RenderOptions {
   /// Escape every code point from U+0080 up, for operators who fear look-alikes.
@@ -20,6 +26,11 @@ struct RenderOptions {
   /// Show the caller's statement inside the quoted failure, under its own label.
   bool show_statement = true;
   CatalogProse catalog_prose = CatalogProse::quoted;
+  /// The text surface's layout of rows; the structured surface is the same for both.
+  RowsLayout rows_layout = RowsLayout::lines;
+  /// RowsLayout::table: the most characters of a cell's escaped form shown
+  /// between its quotes; a longer one is cut there, and the cut is stated.
+  std::size_t table_cell_width = 40;
 };
 
 }  // namespace rawtool::render

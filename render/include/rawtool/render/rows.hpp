@@ -30,6 +30,16 @@ namespace rawtool::render {
 /// "rows_withheld","more_unread"},"untrusted_notice","notices":[{"severity",
 /// "sqlstate","message","detail","hint","context"}],"notices_withheld", and "raw_provenance" or
 /// "certified_provenance" — never both, never the other's name}.
+/// With options.rows_layout == RowsLayout::table, the column line and the row
+/// lines are laid out as aligned columns instead: "columns: " and each
+/// "row N: " padded to one width, then the names (without types) and the
+/// cells escaped as above, each padded to its column's width and separated
+/// by " | ". A cell whose escaped form is longer than
+/// options.table_cell_width characters is cut at the edge of a character or
+/// escape, its quotes closed and "..." written after them (a '"' inside a
+/// cell is always escaped, so this cannot be a cell's own text), and a line
+/// "rawtool: cut: N cells ..." states how many were cut. Everything else, the
+/// boundary and the trailer included, is as in the lines layout.
 /// Rows are not held to options.budget (the driver's byte cap bounds them);
 /// a failed self-check gives a refusal (Rendered::refused).
 Rendered render_rows(const Rows& rows, const Provenance& provenance, const RenderOptions& options);

@@ -1,0 +1,210 @@
+#include "mcp/dispatcher.hpp"
+
+#include "mcp/tools.hpp"
+
+#include "lib/detail/log.hpp"
+
+#include <rawtool/render/json.hpp>
+
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace rawtool::mcp::detail {
+
+using nlohmann::json;
+
+void log_event(const rawtool::detail::OperatorLog& log, LogLevel level, std::string_view event,
+               std::string_view detail) {
+  if (!log.enabled(level)) return;
+  log.write(level, "mcp", event, json{{"detail", detail}});
+}
+
+/// One tool call, from the request that asked for it until it is answered or
+/// dropped. Held by the session's table and, while it waits or runs, by the
+/// pool.
+struct Dispatcher::Call final : Task {
+  explicit Call(Dispatcher& session) : owner(session) {}
+  void run() noexcept override { owner.run(*this); }
+
+  Dispatcher& owner;
+  json id;
+  std::string key;
+  ToolCall call;
+  json progress_token;  // null: the caller did not ask for progress
+  std::unique_ptr<CallControl> control;
+  std::shared_ptr<ReplyChannel> reply_to;
+  bool cancelled = false;  // guarded by owner.calls_mutex_: no response is sent
+  bool running = false;    // guarded by owner.calls_mutex_: a worker runs it
+};
+
+Dispatcher::Dispatcher(Backend& backend, WorkerPool& pool, ServerDescription description, std::size_t max_reply_bytes,
+                       const rawtool::detail::OperatorLog& log)
+    : backend_(backend),
+      pool_(pool),
+      description_(std::move(description)),
+      max_reply_bytes_(max_reply_bytes),
+      log_(log) {}
+
+Dispatcher::~Dispatcher() { close(std::chrono::milliseconds(0)); }
+
+Dispatcher::Handled Dispatcher::handle(const json& message, const std::shared_ptr<ReplyChannel>& reply_to) {
+  Action action = [&] {
+    std::lock_guard lock(session_mutex_);
+    return handle_message(message, session_, description_);
+  }();
+  return std::visit(
+      [&](auto&& step) -> Handled {
+        using Step = std::decay_t<decltype(step)>;
+        if constexpr (std::is_same_v<Step, Send>) {
+          reply_to->send(render::dump(step.message));
+          return Handled::answered;
+        } else if constexpr (std::is_same_v<Step, StartCall>) {
+          return start(std::move(step), reply_to);
+        } else if constexpr (std::is_same_v<Step, CancelCall>) {
+          cancel(step.request_id);
+          return Handled::no_reply;
+        } else {
+          if (!step.note.empty()) log_event(log_, LogLevel::warn, "ignored", step.note);
+          return Handled::no_reply;
+        }
+      },
+      std::move(action));
+}
+
+Dispatcher::Handled Dispatcher::start(StartCall start, const std::shared_ptr<ReplyChannel>& reply_to) {
+  auto call = std::make_shared<Call>(*this);
+  call->key = id_key(start.id);
+  call->id = std::move(start.id);
+  call->call = std::move(start.call);
+  call->progress_token = std::move(start.progress_token);
+  call->control = backend_.make_control();
+  call->reply_to = reply_to;
+  std::optional<json> refusal;
+  {
+    std::lock_guard lock(calls_mutex_);
+    if (closed_) {
+      refusal = error_response(call->id, ErrorCode::invalid_request, "the session has ended");
+    } else if (calls_.count(call->key) != 0) {
+      refusal = error_response(call->id, ErrorCode::invalid_request, "a request with this id is still in progress");
+    } else {
+      calls_.emplace(call->key, call);
+    }
+  }
+  // Submitted outside the lock: the worker it wakes takes the lock first
+  // thing, and would only wake to wait for it. Meanwhile the call is in the
+  // table, not running, so a cancel or close() in between marks it cancelled
+  // and the worker drops it.
+  if (!refusal) {
+    if (pool_.submit(call)) return Handled::started;
+    std::lock_guard lock(calls_mutex_);
+    calls_.erase(call->key);
+    call_ended_.notify_all();
+    refusal = error_response(call->id, ErrorCode::server_busy, "too many tool calls waiting; try again later");
+  }
+  reply_to->send(render::dump(*refusal));
+  return Handled::answered;
+}
+
+void Dispatcher::cancel(const json& request_id) {
+  std::shared_ptr<Call> call;  // released after the lock
+  {
+    std::lock_guard lock(calls_mutex_);
+    const auto found = calls_.find(id_key(request_id));
+    if (found == calls_.end()) return;  // unknown or already answered: nothing to stop
+    call = found->second;
+    call->cancelled = true;
+    if (!call->running) {
+      // Still waiting: taken out, it neither runs nor holds its id. One a
+      // worker has taken, or that is still being submitted, sees `cancelled`
+      // before it runs anything.
+      if (pool_.withdraw(*call)) {
+        calls_.erase(found);
+        call_ended_.notify_all();
+      }
+      return;
+    }
+  }
+  call->control->cancel();  // may talk to the database (PostgreSQL cancel request): outside the lock
+}
+
+void Dispatcher::run(Call& call) noexcept {
+  {
+    std::lock_guard lock(calls_mutex_);
+    if (call.cancelled) {
+      calls_.erase(call.key);
+      call_ended_.notify_all();
+      return;
+    }
+    call.running = true;
+  }
+  // Progress, when asked for: one notification when the call starts to run
+  // (it may have waited for a worker); the response itself is the end. Sent
+  // by this thread, so it always comes before the response.
+  if (!call.progress_token.is_null()) {
+    call.reply_to->send(render::dump(progress_notification(call.progress_token, 0, 1, "running")));
+  }
+  std::string response = answer(call);
+  bool cancelled = false;
+  {
+    std::lock_guard lock(calls_mutex_);
+    cancelled = call.cancelled;
+    // The id is free before the response is sent: a client may reuse it as
+    // soon as it reads the response.
+    calls_.erase(call.key);
+    call_ended_.notify_all();
+  }
+  // From here on, `this` may be gone (close() returned): only `call`, which
+  // the pool holds, is used.
+  if (!cancelled) call.reply_to->send(std::move(response));
+}
+
+// The response line for one call: its reply, the stand-in when that is over
+// the transport's limit, or an internal error when the backend broke.
+std::string Dispatcher::answer(Call& call) {
+  try {
+    CallReply reply = backend_.run(call.call, *call.control);
+    std::string line = render::dump(
+        result_response(call.id, call_result(reply.text(), reply.structured(), reply.is_error())));
+    if (line.size() > max_reply_bytes_) {
+      CallReply stand_in = backend_.too_large(call.call, line.size());
+      line = render::dump(
+          result_response(call.id, call_result(stand_in.text(), stand_in.structured(), true)));
+    }
+    return line;
+  } catch (const std::exception&) {
+    // The exception's text may carry database words; it is not shown or logged.
+    log_event(log_, LogLevel::error, "internal_error", "a tool call threw; answered with an internal error");
+  }
+  return render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
+}
+
+void Dispatcher::close(std::chrono::milliseconds grace) {
+  std::vector<std::shared_ptr<Call>> to_cancel;
+  std::vector<std::shared_ptr<Call>> dropped;  // released after the lock
+  {
+    std::unique_lock lock(calls_mutex_);
+    closed_ = true;
+    call_ended_.wait_for(lock, grace, [this] { return calls_.empty(); });
+    for (auto entry = calls_.begin(); entry != calls_.end();) {
+      const std::shared_ptr<Call>& call = entry->second;
+      call->cancelled = true;
+      if (call->running) {
+        to_cancel.push_back(call);
+      } else if (pool_.withdraw(*call)) {
+        dropped.push_back(call);
+        entry = calls_.erase(entry);
+        continue;
+      }
+      ++entry;
+    }
+  }
+  for (const auto& call : to_cancel) call->control->cancel();
+  std::unique_lock lock(calls_mutex_);
+  call_ended_.wait(lock, [this] { return calls_.empty(); });
+}
+
+}  // namespace rawtool::mcp::detail

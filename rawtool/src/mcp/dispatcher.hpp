@@ -1,0 +1,118 @@
+#pragma once
+
+// One client's MCP session, whatever carries its messages: it takes one
+// parsed JSON-RPC message at a time, answers what it can at once (initialize,
+// ping, tools/list, errors), starts tool calls on a WorkerPool shared with
+// other sessions, cancels them on notifications/cancelled, and sends progress
+// and responses back through the channel each message came with. The stdio
+// server (server.hpp) is one transport over it; a transport with many
+// sessions makes one Dispatcher per session over one pool and one Backend.
+
+#include "mcp/backend.hpp"
+#include "mcp/protocol.hpp"
+#include "mcp/worker_pool.hpp"
+
+#include <rawtool/log.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace rawtool::detail {
+class OperatorLog;
+}
+
+namespace rawtool::mcp::detail {
+
+/// Writes one of the server's own events (serving, stopped, ignored,
+/// output_closed, internal_error) to the operator log, component "mcp".
+/// `detail` is rawtool's own words, never the client's or the database's.
+void log_event(const rawtool::detail::OperatorLog& log, LogLevel level, std::string_view event,
+               std::string_view detail);
+
+/// Where the messages about one client message go: the response to a
+/// request, and the notifications sent about it while it runs (progress). A
+/// transport may give every message the same channel (stdio) or each its own
+/// (an HTTP request's response stream).
+class ReplyChannel {
+public:
+  virtual ~ReplyChannel() = default;
+  ReplyChannel() = default;
+  ReplyChannel(const ReplyChannel&) = delete;
+  ReplyChannel& operator=(const ReplyChannel&) = delete;
+
+  /// Sends one serialised JSON-RPC message (ASCII, no line break). Called
+  /// from the thread that handles a message and from workers, possibly at
+  /// once: an implementation serialises its writes. A channel that can no
+  /// longer be written drops the message.
+  virtual void send(std::string message) = 0;
+};
+
+/// Thread-safe: handle() may be called from several threads at once, and
+/// close() from any thread. Holds each tool call's channel until the call is
+/// answered or dropped, then releases it: a channel whose last owner lets go
+/// without a response having been sent belongs to a call that got none
+/// (cancelled, or dropped at close()).
+class Dispatcher {
+public:
+  /// What handle() did with a message, for a transport that answers each
+  /// message on its own.
+  enum class Handled {
+    answered,  ///< the response went through the channel before handle() returned
+    started,   ///< a tool call was accepted: its progress and response come through the channel from a worker,
+               ///< unless it is cancelled
+    no_reply,  ///< a notification or a client's response: nothing is sent
+  };
+
+  /// `backend`, `pool` and `log` are shared with other sessions and outlive
+  /// this one. `description` is this session's own: the tools it lists and the
+  /// databases raw_sql may name. A tool reply whose response message would be
+  /// longer than `max_reply_bytes` is replaced by Backend::too_large.
+  Dispatcher(Backend& backend, WorkerPool& pool, ServerDescription description, std::size_t max_reply_bytes,
+             const rawtool::detail::OperatorLog& log);
+  /// close() with no grace.
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  /// Handles one parsed message (any JSON value: a batch or a non-object is
+  /// answered as an invalid request). The answer, if any, goes to `reply_to`.
+  Handled handle(const nlohmann::json& message, const std::shared_ptr<ReplyChannel>& reply_to);
+
+  /// Ends the session: its accepted calls get up to `grace` to finish and be
+  /// answered; then those still running are cancelled and those still waiting
+  /// are dropped, with no response. Returns when none of its calls runs any
+  /// more. A tool call handled afterwards is refused.
+  void close(std::chrono::milliseconds grace);
+
+private:
+  struct Call;
+
+  Handled start(StartCall start, const std::shared_ptr<ReplyChannel>& reply_to);
+  void cancel(const nlohmann::json& request_id);
+  void run(Call& call) noexcept;
+  std::string answer(Call& call);
+
+  Backend& backend_;
+  WorkerPool& pool_;
+  const ServerDescription description_;
+  const std::size_t max_reply_bytes_;
+  const rawtool::detail::OperatorLog& log_;
+
+  std::mutex session_mutex_;
+  Session session_;  // guarded by session_mutex_
+
+  std::mutex calls_mutex_;
+  std::condition_variable call_ended_;                          // a call left calls_
+  std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // waiting or running, by id_key; guarded by calls_mutex_
+  bool closed_ = false;                                           // guarded by calls_mutex_
+};
+
+}  // namespace rawtool::mcp::detail

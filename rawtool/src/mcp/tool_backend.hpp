@@ -1,0 +1,35 @@
+#pragma once
+
+// rawtool::Tool behind the MCP core: the Backend every session of a server
+// shares, and the description of the server a session that may use every
+// configured database is shown.
+
+#include "mcp/backend.hpp"
+#include "mcp/protocol.hpp"
+
+#include <rawtool/tool.hpp>
+
+#include <cstddef>
+#include <memory>
+
+namespace rawtool::mcp::detail {
+
+/// Runs calls on a Tool, each with a Cancellation of its own. Thread-safe, as
+/// the Tool is; the Tool outlives it.
+class ToolBackend final : public Backend {
+public:
+  explicit ToolBackend(Tool& tool) : tool_(tool) {}
+
+  std::unique_ptr<CallControl> make_control() override;
+  CallReply run(const ToolCall& call, CallControl& control) override;
+  CallReply too_large(const ToolCall& call, std::size_t bytes) override;
+
+private:
+  Tool& tool_;
+};
+
+/// The tools, instructions and database labels of `tool`'s configuration,
+/// every database included.
+ServerDescription describe_server(const Tool& tool);
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,114 @@
+// Runs the README's examples as written. A fenced block is an example when
+// the line before it is `<!-- readme-test -->` (optionally
+// `<!-- readme-test expects "TEXT" -->`, TEXT a JSON string its output must
+// contain):
+//   - a ```sh block runs with bash -e -o pipefail from the checkout, in the
+//     order of the README, so a later block can use what an earlier one built;
+//   - a ```json block holding "mcpServers" is an MCP host's configuration:
+//     each server is started by the official MCP SDK's stdio client with its
+//     command, args and env exactly as written, the way a host starts it, with
+//     the folder of the binary the shell blocks built first on PATH (as if
+//     installed), and must initialize, list rawtool's tools and answer a call
+//     with a reply in rawtool's form.
+// Exits non-zero, naming the block, on the first that fails.
+//
+//   node readme_examples.mjs --source-dir . --sdk-dir tests/mcp/client --bin-dir build/release/rawtool
+
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { delimiter, join, resolve } from "node:path";
+
+function argument(name) {
+  const at = process.argv.indexOf(name);
+  if (at < 0 || at + 1 >= process.argv.length) throw new Error(`missing ${name}`);
+  return process.argv[at + 1];
+}
+
+const sourceDir = resolve(argument("--source-dir"));
+const binDir = resolve(sourceDir, argument("--bin-dir"));
+// The SDK is installed once, for the MCP tests, under tests/mcp/client.
+const require = createRequire(join(resolve(argument("--sdk-dir")), "package.json"));
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+
+/// The marked blocks, in order: {line, language, body, expects}.
+function markedBlocks(markdown) {
+  const lines = markdown.split("\n");
+  const blocks = [];
+  for (let i = 0; i < lines.length; ++i) {
+    const marker = lines[i].match(/^<!-- readme-test(?: expects (".*"))? -->$/);
+    if (!marker) continue;
+    const fence = (lines[i + 1] ?? "").match(/^```(\w+)$/);
+    if (!fence) throw new Error(`README.md:${i + 1}: a readme-test marker not followed by a fenced block`);
+    const end = lines.indexOf("```", i + 2);
+    if (end < 0) throw new Error(`README.md:${i + 2}: an unclosed fenced block`);
+    blocks.push({
+      line: i + 2,
+      language: fence[1],
+      body: lines.slice(i + 2, end).join("\n") + "\n",
+      expects: marker[1] === undefined ? null : JSON.parse(marker[1]),
+    });
+    i = end;
+  }
+  return blocks;
+}
+
+function runShell(block) {
+  const run = spawnSync("bash", ["-e", "-o", "pipefail", "-c", block.body], {
+    cwd: sourceDir,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (run.status !== 0) {
+    throw new Error(`exit status ${run.status ?? run.signal}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`);
+  }
+  if (block.expects !== null && !run.stdout.includes(block.expects)) {
+    throw new Error(`stdout does not contain ${JSON.stringify(block.expects)}\n--- stdout\n${run.stdout}`);
+  }
+  return run.stdout;
+}
+
+async function runHostConfiguration(block) {
+  const servers = JSON.parse(block.body).mcpServers;
+  if (!servers || Object.keys(servers).length === 0) throw new Error("no mcpServers in the block");
+  // As if installed: the binary the shell blocks built is found on PATH.
+  process.env.PATH = binDir + delimiter + process.env.PATH;
+  for (const [name, server] of Object.entries(servers)) {
+    const transport = new StdioClientTransport({ command: server.command, args: server.args, env: server.env, stderr: "pipe" });
+    const client = new Client({ name: "readme-host", version: "1" });
+    try {
+      await client.connect(transport);
+      const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
+      const wanted = ["certified_query", "describe_catalog", "raw_sql"];
+      if (JSON.stringify(tools) !== JSON.stringify(wanted)) throw new Error(`${name}: tools ${JSON.stringify(tools)}`);
+      // Whatever the database answers (the one named need not exist here),
+      // the reply is rawtool's: a text surface of its lines and a structured one.
+      const reply = await client.callTool({ name: "raw_sql", arguments: { sql: "SELECT 1 AS one" } });
+      const text = reply.content?.[0]?.text ?? "";
+      if (!text.startsWith("rawtool: ") || typeof reply.structuredContent !== "object") {
+        throw new Error(`${name}: raw_sql replied ${JSON.stringify(reply)}`);
+      }
+    } finally {
+      await client.close();
+    }
+  }
+}
+
+const blocks = markedBlocks(readFileSync(join(sourceDir, "README.md"), "utf8"));
+const kinds = blocks.map((block) => block.language);
+if (!kinds.includes("sh") || !kinds.includes("json")) {
+  console.error(`README.md: expected marked sh and json blocks, found ${JSON.stringify(kinds)}`);
+  process.exit(1);
+}
+for (const block of blocks) {
+  try {
+    if (block.language === "sh") runShell(block);
+    else if (block.language === "json") await runHostConfiguration(block);
+    else throw new Error(`no way to run a ${block.language} block`);
+    console.log(`README.md:${block.line}: ${block.language} block ran as written`);
+  } catch (error) {
+    console.error(`README.md:${block.line}: ${block.language} block failed: ${error.message}`);
+    process.exit(1);
+  }
+}
