@@ -44,16 +44,13 @@ constexpr std::string_view help =
     "  --limit N       objects per page, 1 to 200 (default 50)\n"
     "  --json          print the structured surface (one JSON line) instead of text\n";
 
-constexpr std::array<OptionSpec, database_options.size() + 5> schema_options = [] {
-  std::array<OptionSpec, database_options.size() + 5> all{};
-  std::copy(database_options.begin(), database_options.end(), all.begin());
-  all[database_options.size()] = OptionSpec{"--database", "LABEL"};
-  all[database_options.size() + 1] = OptionSpec{"--schema", "NAME"};
-  all[database_options.size() + 2] = OptionSpec{"--pattern", "LIKE"};
-  all[database_options.size() + 3] = OptionSpec{"--offset", "N"};
-  all[database_options.size() + 4] = OptionSpec{"--limit", "N"};
-  return all;
-}();
+constexpr auto schema_options = with_database_options(std::array<OptionSpec, 5>{{
+    {"--database", "LABEL"},
+    {"--schema", "NAME"},
+    {"--pattern", "LIKE"},
+    {"--offset", "N"},
+    {"--limit", "N"},
+}});
 
 std::uint64_t count_option(const Args& args, std::string_view name, std::uint64_t fallback) {
   const auto text = args.value(name);
