@@ -473,7 +473,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
-      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "log"}, "");
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "certified_tools", "log"}, "");
 
   Config config;
   if (auto it = root.find("databases"); it != root.end()) {
@@ -505,6 +505,16 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
     }
   }
   if (auto it = root.find("render"); it != root.end()) parse_render(*it, config.render);
+  if (auto it = root.find("certified_tools"); it != root.end()) {
+    const std::string s = detail::read_string(*it, "certified_tools");
+    if (s == "single") {
+      config.certified_tools = Config::CertifiedTools::single;
+    } else if (s == "per_query") {
+      config.certified_tools = Config::CertifiedTools::per_query;
+    } else {
+      fail("certified_tools", "must be \"single\" or \"per_query\"");
+    }
+  }
   if (auto it = root.find("max_concurrent_calls"); it != root.end()) {
     config.max_concurrent_calls =
         static_cast<std::size_t>(detail::read_integer(*it, "max_concurrent_calls", 1, max_calls));
