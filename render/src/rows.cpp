@@ -1,5 +1,6 @@
 #include <rawtool/render/rows.hpp>
 
+#include "detail/cells.hpp"
 #include "detail/common.hpp"
 #include "detail/draft.hpp"
 #include "detail/escape.hpp"
@@ -17,15 +18,6 @@ namespace {
 
 using detail::UntrustedAccess;
 
-void append_cell(std::string& t, const Cell& cell, bool ascii_only) {
-  if (!cell) {
-    t += "NULL";
-    return;
-  }
-  t += '"';
-  detail::escape_bytes(t, UntrustedAccess::bytes(*cell), EscapeContext::cell, ascii_only);
-  t += '"';
-}
 
 /// A cell as the table shows it: NULL, or its escaped form in double quotes;
 /// an escaped form longer than `width` characters is cut at an escape's edge,
@@ -114,12 +106,6 @@ std::size_t append_table(std::string& t, const Rows& rows, const RenderOptions& 
   return cut;
 }
 
-std::string left_out_text(const Rows& rows) {
-  const std::string_view why = rows.truncation == Truncation::row_cap ? "the row cap was reached" : "the next row would have passed the byte cap";
-  return fmt::format("{}left out: {} row{} read but not shown (truncation={}: {}); {}\n", contract::own_prefix, rows.rows_withheld, rows.rows_withheld == 1 ? "" : "s",
-                     truncation_name(rows.truncation), why,
-                     rows.more_unread ? "more rows may exist that were never read" : "no rows remained unread");
-}
 
 // The notices the statement raised while it ran, between markers carrying the
 // trailer's nonce. Nothing is written when there were none.
@@ -164,12 +150,12 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
     for (std::size_t c = 0; c < rows.columns.size(); ++c) {
       if (c != 0) t += contract::cell_separator;
       const Column& column = rows.columns[c];
-      append_cell(t, column.name, options.ascii_only);
+      detail::append_cell(t, column.name, options.ascii_only);
       if (column.type_name.empty()) {
         t += " (type unknown)";
       } else {
         t += " (type ";
-        append_cell(t, column.type_name, options.ascii_only);
+        detail::append_cell(t, column.type_name, options.ascii_only);
         t += ')';
       }
     }
@@ -179,12 +165,12 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
       const auto& row = rows.rows[i];
       for (std::size_t c = 0; c < row.size(); ++c) {
         if (c != 0) t += contract::cell_separator;
-        append_cell(t, row[c], options.ascii_only);
+        detail::append_cell(t, row[c], options.ascii_only);
       }
       t += '\n';
     }
   }
-  if (rows.truncation != Truncation::none) t += left_out_text(rows);
+  if (rows.truncation != Truncation::none) t += detail::left_out_text(rows);
   append_notices_section(t, rows, nonce, options);
   t += fmt::format("{}{}; path={}; engine={}; database={}; rows={}; complete={}; truncation={}; elapsed_ms={}\n", contract::rows_trailer_prefix, nonce,
                    detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), rows.rows.size(),

@@ -3,6 +3,9 @@
 #include "detail/common.hpp"
 #include "detail/draft.hpp"
 #include "detail/escape.hpp"
+#include "detail/notices.hpp"
+
+#include <rawtool/render/json.hpp>
 
 #include <fmt/format.h>
 
@@ -32,6 +35,23 @@ void check_reference(std::string_view reference) {
     throw std::invalid_argument("render_status: a log reference must match ^[A-Za-z0-9._:-]{1,128}$");
 }
 
+// "rawtool: argument NAME: EXPLANATION (rule=RULE)", and what the caller gave,
+// quoted under a label. Both halves.
+void append_argument(std::string& t, nlohmann::json& structured, const ArgumentError& argument, const RenderOptions& options) {
+  const std::string_view rule = argument_rule_name(argument.rule);
+  const bool named = !argument.argument.empty();
+  t += fmt::format("{}argument {}: {} (rule={})\n", contract::own_prefix, named ? argument.argument.view() : std::string_view("not declared"),
+                   argument.explanation.view(), rule);
+  nlohmann::json member = {{"name", named ? nlohmann::json(argument.argument.str()) : nlohmann::json(nullptr)},
+                           {"rule", std::string(rule)},
+                           {"explanation", argument.explanation.str()}};
+  if (argument.given) {
+    detail::append_field(t, named ? "value given" : "name given", *argument.given, options);
+    member["given"] = to_json(*argument.given);
+  }
+  structured["argument"] = std::move(member);
+}
+
 }  // namespace
 
 std::string_view status_name(Status status) noexcept {
@@ -46,7 +66,10 @@ std::string_view status_name(Status status) noexcept {
   return "unknown";
 }
 
-Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
+namespace {
+
+// A status reply, unsealed, so that an argument error can add its lines.
+detail::Draft status_draft(Status status, const Provenance& provenance, std::string_view log_reference) {
   check_reference(log_reference);
   detail::Draft r;
   const std::string_view own = contract::own_prefix;
@@ -65,6 +88,40 @@ Rendered render_status(Status status, const Provenance& provenance, std::string_
   detail::add_provenance(r.structured, provenance);
   if (auto problem = detail::self_check(r.text, {}); !problem.empty())
     throw std::invalid_argument("render_status: the provenance holds text rawtool cannot show (" + problem.str() + ")");
+  return r;
+}
+
+}  // namespace
+
+Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
+  return status_draft(status, provenance, log_reference).seal();
+}
+
+Rendered render_status(const Provenance& provenance, std::string_view log_reference, const ArgumentError& argument,
+                       const RenderOptions& options) {
+  detail::Draft r = status_draft(Status::invalid_arguments, provenance, log_reference);
+  // The argument lines go before the trailer, the reply's last line.
+  const auto trailer = r.text.rfind(contract::own_prefix);
+  std::string argument_text;
+  append_argument(argument_text, r.structured, argument, options);
+  r.text.insert(trailer, argument_text);
+  if (auto problem = detail::self_check(r.text, {}); !problem.empty())
+    return render_refusal(Refusal{RefusalReason::self_check_failed,
+                                  Trusted::format("the argument error failed rawtool's own check ({}); it is not shown", problem)},
+                          provenance);
+  return std::move(r).seal();
+}
+
+Rendered render_argument_error(const Label& tool, const ArgumentError& argument, const RenderOptions& options) {
+  detail::Draft r;
+  r.text = fmt::format("{}invalid argument; tool={}; rule={}\n", contract::own_prefix, tool.str(), argument_rule_name(argument.rule));
+  r.structured = {{"kind", "argument_error"}, {"tool", tool.str()}};
+  append_argument(r.text, r.structured, argument, options);
+  r.text += fmt::format("{}nothing ran; correct the argument and call {} again.\n", contract::own_prefix, tool.str());
+  if (auto problem = detail::self_check(r.text, {}); !problem.empty()) {
+    // Only a caller's bug can get here (rawtool's own words broke a line).
+    throw std::invalid_argument("render_argument_error: the text failed rawtool's own check (" + problem.str() + ")");
+  }
   return std::move(r).seal();
 }
 

@@ -24,8 +24,8 @@ using rawtool::test::RunOptions;
 using rawtool::test::shop_canary;
 using rawtool::test::ShopFixture;
 
-const std::vector<std::string> subcommand_names = {"query",  "certified", "catalog",     "mcp",
-                                                   "render", "demo",      "check-config"};
+const std::vector<std::string> subcommand_names = {"query",  "certified", "catalog", "schema",
+                                                   "mcp",    "render",    "demo",    "check-config"};
 
 /// Where the commands' default operator log goes during these tests: a
 /// scratch folder, never the home of whoever runs them.
@@ -260,6 +260,43 @@ TEST_CASE("certified refuses arguments that do not fit the query with exit statu
       clean_env());
   CHECK(result.exit_status == 1);
   CHECK(mentions(result.out, "invalid_arguments"));
+  // Which parameter and which rule, on the text and the structured surface.
+  CHECK(mentions(result.out, "rawtool: argument product_id: is not an integer in decimal form (rule=type)"));
+  const auto structured = run_rawtool(
+      {"certified", "--config", shop.config("config.json").string(), "--json", "product_reviews", "product_id=zero"},
+      clean_env());
+  const json reply = json::parse(structured.out);
+  CHECK(reply["argument"]["name"] == "product_id");
+  CHECK(reply["argument"]["rule"] == "type");
+}
+
+TEST_CASE("schema lists the tables and describes one, on the text and the structured surface", "[cli][sqlite]") {
+  ShopFixture shop;
+  const std::string db = shop.database().string();
+  const auto listing = run_rawtool({"schema", "--db", db}, clean_env());
+  REQUIRE(listing.exit_status == 0);
+  CHECK(rawtool::test::text_surface_problems(listing.out).empty());
+  CHECK(mentions(listing.out, "what the connected role can use"));
+  const auto cells = rawtool::test::row_cells(listing.out);
+  bool products = false;
+  for (const auto& row : cells) products = products || (row.size() > 1 && row[1] == std::optional<std::string>("products"));
+  CHECK(products);
+
+  const auto table = run_rawtool({"schema", "--db", db, "--json", "reviews"}, clean_env());
+  REQUIRE(table.exit_status == 0);
+  const json reply = json::parse(table.out);
+  CHECK(reply["scope"] == "table");
+  CHECK(reply["sections"]["columns"]["rows"][0]["name"] == "id");
+  CHECK(reply["certified_provenance"]["query"] == "describe_schema");
+
+  const auto missing = run_rawtool({"schema", "--db", db, "no_such_table"}, clean_env());
+  CHECK(missing.exit_status == 1);
+  CHECK(mentions(missing.out, "rule=not_found"));
+  const auto out_of_range = run_rawtool({"schema", "--db", db, "--limit", "999"}, clean_env());
+  CHECK(out_of_range.exit_status == 1);
+  CHECK(mentions(out_of_range.out, "rawtool: argument limit: must be at most 200 (rule=maximum)"));
+  const auto not_a_number = run_rawtool({"schema", "--db", db, "--offset", "ten"}, clean_env());
+  CHECK(not_a_number.exit_status == 2);
 }
 
 TEST_CASE("catalog_prose set in a configuration file governs both halves of catalog and certified replies",

@@ -56,7 +56,7 @@ TEST_CASE("an unknown scheme, a bare path in url and an unset ${NAME} stop every
         return run_rawtool(args, env);
       };
       check_configuration_error(with(mysql),
-                                "configuration error: databases[0].url: uses the scheme mysql:, which is not one rawtool speaks");
+                                "configuration error: databases[0].url: uses the scheme mysql, which is not one rawtool speaks");
       check_configuration_error(with(bare), "configuration error: databases[0].url: names no engine");
       check_configuration_error(
           with(unset), "configuration error: databases[0].url: names ${SHOP_DB_URL}, but the environment variable "
@@ -77,7 +77,7 @@ TEST_CASE("the --db option and RAWTOOL_DATABASE_URL refuse another engine's URL 
   ScratchFolder folder;
   RunOptions env = clean_env(folder.path());
   check_configuration_error(run_rawtool({"query", "--db", "mysql://app@db/shop", "SELECT 1"}, env),
-                            "query: --db uses the scheme mysql://, which is not one rawtool speaks");
+                            "query: --db uses the scheme mysql, which is not one rawtool speaks");
   RunOptions from_env = env;
   from_env.env.emplace_back("RAWTOOL_DATABASE_URL", "${DATABASE_URL}");
   check_configuration_error(run_rawtool({"query", "SELECT 1"}, from_env),

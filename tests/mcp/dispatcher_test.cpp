@@ -112,6 +112,29 @@ TEST_CASE("handle says whether a message was answered, started a call or needs n
   REQUIRE(quiet->messages()[0]["error"]["code"] == static_cast<int>(ErrorCode::invalid_request));
 }
 
+TEST_CASE("a running call's figures become progress notifications before its response, and only with a token", "[mcp][dispatcher]") {
+  Shared shared;
+  shared.backend.release();
+  Client client(shared, description_with({"main"}));
+  auto channel = std::make_shared<RecordingChannel>();
+  json with_token = raw_sql(1, "progress");
+  with_token["params"]["_meta"] = {{"progressToken", 9}};
+  REQUIRE(client.session.handle(with_token, channel) == Handled::started);
+  REQUIRE(channel->wait_for(4));
+  const auto messages = channel->messages();
+  REQUIRE(messages.size() == 4);
+  REQUIRE(messages[0]["params"] == json{{"progressToken", 9}, {"progress", 0}, {"message", "running"}});
+  REQUIRE(messages[1]["params"] == json{{"progressToken", 9}, {"progress", 1.5}, {"message", "running for 1.5 s; 10 rows read; row cap 100"}});
+  REQUIRE(messages[2]["params"] == json{{"progressToken", 9}, {"progress", 2.5}, {"message", "running for 2.5 s; 20 rows read; row cap 100"}});
+  REQUIRE(messages[3]["id"] == 1);
+
+  auto quiet = std::make_shared<RecordingChannel>();
+  REQUIRE(client.session.handle(raw_sql(2, "progress"), quiet) == Handled::started);
+  REQUIRE(quiet->wait_for(1));
+  REQUIRE(quiet->messages().size() == 1);
+  REQUIRE(quiet->messages()[0]["id"] == 2);
+}
+
 TEST_CASE("progress and the response go to the channel the request came with", "[mcp][dispatcher]") {
   Shared shared;
   shared.backend.release();
@@ -222,7 +245,7 @@ TEST_CASE("each session lists its own tools and may name only its own databases,
   auto listed = std::make_shared<RecordingChannel>();
   certified_only.session.handle(json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}}, listed);
   const json tools = listed->messages().at(0)["result"]["tools"];
-  REQUIRE(tools.size() == 2);
+  REQUIRE(tools.size() == 3);  // certified_query, describe_catalog, describe_schema
   for (const json& tool : tools) REQUIRE(tool["name"] != "raw_sql");
   auto refused_tool = std::make_shared<RecordingChannel>();
   REQUIRE(certified_only.session.handle(raw_sql(2, "q"), refused_tool) == Handled::answered);
@@ -230,7 +253,9 @@ TEST_CASE("each session lists its own tools and may name only its own databases,
 
   auto outside = std::make_shared<RecordingChannel>();
   REQUIRE(narrow.session.handle(raw_sql(1, "q", "sales"), outside) == Handled::answered);
-  REQUIRE(outside->messages()[0]["error"]["code"] == static_cast<int>(ErrorCode::invalid_params));
+  // A database this session may not name is the model's mistake to correct: a result naming the argument.
+  REQUIRE(outside->messages()[0]["result"]["isError"] == true);
+  REQUIRE(outside->messages()[0]["result"]["structuredContent"]["argument"]["name"] == "database");
   REQUIRE(shared.backend.databases().empty());  // nothing reached the backend
 
   auto runs = std::make_shared<RecordingChannel>();

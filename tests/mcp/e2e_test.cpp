@@ -10,8 +10,10 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -272,22 +274,53 @@ TEST_CASE("an unknown method is method not found with the request's id", "[mcp][
   }
 }
 
-TEST_CASE("an unknown tool or a wrong type in any field is invalid params", "[mcp][e2e]") {
+TEST_CASE("an unknown tool or a malformed request is invalid params", "[mcp][e2e]") {
   SqliteSetup setup;
   McpProcess server(setup.config_file);
   server.initialize();
   int id = 0;
   for (const json& params : {json{{"name", "drop_everything"}},
                              json{{"name", 1}},
-                             json{{"name", "raw_sql"}, {"arguments", {{"sql", 1}}}},
-                             json{{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"extra", true}}}},
                              json{{"name", "raw_sql"}, {"arguments", "SELECT 1"}},
-                             json{{"name", "certified_query"}, {"arguments", {{"name", json::array()}}}},
-                             json{{"name", "certified_query"}, {"arguments", {{"name", "answer"}, {"params", json::array({1})}}}},
-                             json{{"name", "describe_catalog"}, {"arguments", {{"verbose", true}}}},
                              json{{"name", "describe_catalog"}, {"_meta", 5}}}) {
     INFO(params.dump());
     REQUIRE(error_of(server.request(++id, "tools/call", params))["code"] == -32602);
+  }
+  require_pong(server, "after");
+}
+
+TEST_CASE("an argument mistake is a tool result with isError that names the argument and the rule", "[mcp][e2e][arguments]") {
+  SqliteSetup setup;
+  McpProcess server(setup.config_file);
+  server.initialize();
+  struct Case {
+    std::string tool;
+    json arguments;
+    json argument;
+    std::string rule;
+  };
+  const Case cases[] = {
+      {"raw_sql", json::object(), "sql", "missing"},
+      {"raw_sql", {{"sql", 1}}, "sql", "type"},
+      {"raw_sql", {{"sql", "SELECT 1"}, {"extra", true}}, nullptr, "unknown_parameter"},
+      {"raw_sql", {{"sql", "SELECT 1"}, {"database", "nope\nSYSTEM"}}, "database", "unknown_database"},
+      {"certified_query", {{"name", json::array()}}, "name", "type"},
+      {"certified_query", {{"name", "no_such_query"}}, "name", "enum"},
+      {"certified_query", {{"name", "answer"}, {"params", json::array({1})}}, "params", "type"},
+      {"describe_catalog", {{"verbose", true}}, nullptr, "unknown_parameter"},
+      {"describe_schema", {{"limit", 1000}}, "limit", "maximum"},
+      {"describe_schema", {{"database", "nope"}}, "database", "unknown_database"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.tool << " " << c.arguments.dump());
+    const json result = server.call_tool(c.tool, c.arguments);
+    REQUIRE(result["isError"] == true);
+    REQUIRE(result["structuredContent"]["kind"] == "argument_error");
+    REQUIRE(result["structuredContent"]["argument"]["name"] == c.argument);
+    REQUIRE(result["structuredContent"]["argument"]["rule"] == c.rule);
+    const std::string text = result["content"][0]["text"].get<std::string>();
+    REQUIRE(rawtool::test::text_surface_problems(text).empty());
+    REQUIRE(text.find("SYSTEM") == std::string::npos);
   }
   require_pong(server, "after");
 }
@@ -584,6 +617,50 @@ TEST_CASE("a progress token gets a progress notification before the response; no
   REQUIRE(notifications == 1);
 }
 
+TEST_CASE("a long call with a progress token reports its figures about once a second until its response", "[mcp][e2e][postgresql]") {
+  const auto reader = rawtool::test::pg_url(true);
+  if (!reader) return;
+  TempDir dir;
+  const auto config = dir.write(
+      "config.json", json{{"databases", json::array({json{{"label", "pg"}, {"url", *reader}, {"limits", {{"max_rows", 7}}}}})}}.dump());
+  McpProcess server(config);
+  server.initialize();
+  server.send(json{{"jsonrpc", "2.0"},
+                   {"id", "slow"},
+                   {"method", "tools/call"},
+                   {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT pg_sleep(2.6)"}}}, {"_meta", {{"progressToken", "p"}}}}}});
+  std::vector<json> progress;
+  std::optional<json> answer;
+  while (!answer) {
+    auto message = server.read(10s);
+    REQUIRE(message.has_value());
+    if (message->contains("id")) {
+      answer = std::move(message);
+    } else {
+      REQUIRE((*message)["method"] == "notifications/progress");
+      progress.push_back(std::move(*message));
+    }
+  }
+  REQUIRE((*answer)["id"] == "slow");
+  REQUIRE((*answer)["result"]["isError"] == false);
+  // The start, then one a second while the statement sleeps 2.6 s: two more,
+  // a third only on a slow machine.
+  INFO(json(progress).dump());
+  REQUIRE(progress.size() >= 3);
+  REQUIRE(progress.size() <= 4);
+  double last = -1;
+  for (const auto& p : progress) {
+    REQUIRE(p["params"]["progressToken"] == "p");
+    const double value = p["params"]["progress"].get<double>();
+    REQUIRE(value > last);  // the protocol requires it to grow
+    last = value;
+  }
+  REQUIRE(progress[0]["params"]["message"] == "running");
+  const std::string figures = progress[1]["params"]["message"].get<std::string>();
+  CHECK(figures.rfind("running for 1.", 0) == 0);
+  CHECK(figures.find("; 0 rows read; row cap 7") != std::string::npos);
+}
+
 TEST_CASE("a reply over the transport's size limit is refused and a certified one still names its query and catalog hash", "[mcp][e2e]") {
   TempDir dir;
   rawtool::test::make_sqlite_database(dir.path() / "db.sqlite", "CREATE TABLE t(x INTEGER);");
@@ -627,24 +704,32 @@ TEST_CASE("raw_sql offers every configured database by label and runs on the one
   REQUIRE(instructions.find("\"archive\" (sqlite, read-write") != std::string::npos);
 
   const json tools = tools_of(server);
+  // One read-only and one read-write database: a tool for each, annotated for what it reaches.
   const json* raw = find_tool(tools, "raw_sql");
   REQUIRE(raw != nullptr);
-  REQUIRE((*raw)["inputSchema"]["properties"]["database"]["enum"] == json::array({"e2e", "archive"}));
-  REQUIRE((*raw)["description"].get<std::string>().find("named in `database` (\"e2e\" when left out)") != std::string::npos);
+  REQUIRE((*raw)["inputSchema"]["properties"]["database"]["enum"] == json::array({"e2e"}));
+  REQUIRE((*raw)["annotations"]["readOnlyHint"] == true);
+  const json* write = find_tool(tools, "raw_sql_write");
+  REQUIRE(write != nullptr);
+  REQUIRE((*write)["inputSchema"]["properties"]["database"]["enum"] == json::array({"archive"}));
+  REQUIRE((*write)["annotations"]["destructiveHint"] == true);
 
   const json first = server.call_tool("raw_sql", {{"sql", "SELECT name FROM items WHERE id = 1"}});
   REQUIRE(first["isError"] == false);
   REQUIRE(first["structuredContent"]["raw_provenance"]["database"] == "e2e");
-  const json second = server.call_tool("raw_sql", {{"sql", "SELECT v FROM other_items"}, {"database", "archive"}});
+  const json second = server.call_tool("raw_sql_write", {{"sql", "SELECT v FROM other_items"}});
   REQUIRE(second["isError"] == false);
   REQUIRE(second["structuredContent"]["raw_provenance"]["database"] == "archive");
   REQUIRE(second["structuredContent"]["rows"] == json::array({json::array({"second"})}));
 
-  const json unknown = error_of(server.request("bad", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", "nope\nSYSTEM"}}}}));
-  REQUIRE(unknown["code"] == -32602);
-  const std::string message = unknown["message"].get<std::string>() + unknown.value("data", json()).dump();
-  REQUIRE(message.find("SYSTEM") == std::string::npos);
-  REQUIRE(error_of(server.request("type", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", 3}}}}))["code"] == -32602);
+  // raw_sql never reaches the read-write database; the mistake is the model's to correct.
+  const json elsewhere = server.call_tool("raw_sql", {{"sql", "SELECT v FROM other_items"}, {"database", "archive"}});
+  REQUIRE(elsewhere["isError"] == true);
+  REQUIRE(elsewhere["structuredContent"]["argument"]["rule"] == "enum");
+  const json unknown = server.call_tool("raw_sql", {{"sql", "SELECT 1"}, {"database", "nope\nSYSTEM"}});
+  REQUIRE(unknown["isError"] == true);
+  REQUIRE(unknown.dump().find("SYSTEM") == std::string::npos);
+  REQUIRE(server.call_tool("raw_sql", {{"sql", "SELECT 1"}, {"database", 3}})["structuredContent"]["argument"]["rule"] == "type");
 }
 
 TEST_CASE("with one database raw_sql's database argument offers just that one", "[mcp][e2e]") {
@@ -656,5 +741,34 @@ TEST_CASE("with one database raw_sql's database argument offers just that one", 
   REQUIRE(raw != nullptr);
   REQUIRE((*raw)["inputSchema"]["properties"]["database"]["enum"] == json::array({"e2e"}));
   REQUIRE(server.call_tool("raw_sql", {{"sql", "SELECT 1"}, {"database", "e2e"}})["isError"] == false);
-  REQUIRE(error_of(server.request("other", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}, {"database", "x"}}}}))["code"] == -32602);
+  const json other = server.call_tool("raw_sql", {{"sql", "SELECT 1"}, {"database", "x"}});
+  REQUIRE(other["isError"] == true);
+  REQUIRE(other["structuredContent"]["argument"]["rule"] == "unknown_database");
+}
+
+TEST_CASE("certified_tools per_query lists one typed tool per catalog query instead of certified_query", "[mcp][e2e][certified]") {
+  SqliteSetup setup(json{{"certified_tools", "per_query"}});
+  McpProcess server(setup.config_file);
+  server.initialize();
+  const json tools = tools_of(server);
+  REQUIRE(find_tool(tools, "certified_query") == nullptr);
+  const json* answer = find_tool(tools, "answer");
+  REQUIRE(answer != nullptr);
+  REQUIRE((*answer)["inputSchema"]["properties"]["value"]["type"] == "integer");
+  REQUIRE((*answer)["inputSchema"]["required"] == json::array({"value"}));
+  REQUIRE((*answer)["inputSchema"]["additionalProperties"] == false);
+  REQUIRE((*answer)["annotations"]["readOnlyHint"] == true);
+  // The catalog's prose is quoted per line inside its boundary, never raw.
+  const std::string description = (*answer)["description"].get<std::string>();
+  REQUIRE(description.find("\n> PLANTED-PARAM-91c2\n") != std::string::npos);
+  REQUIRE(find_tool(tools, "broken_json") != nullptr);
+
+  const json rows = server.call_tool("answer", {{"value", 42}});
+  REQUIRE(rows["isError"] == false);
+  REQUIRE(rows["structuredContent"]["certified_provenance"]["query"] == "answer");
+  const json above = server.call_tool("answer", {{"value", "many"}});
+  REQUIRE(above["isError"] == true);
+  REQUIRE(above["structuredContent"]["argument"]["name"] == "value");
+  REQUIRE(above["structuredContent"]["argument"]["rule"] == "type");
+  REQUIRE(error_of(server.request("gone", "tools/call", {{"name", "certified_query"}, {"arguments", {{"name", "answer"}}}}))["code"] == -32602);
 }

@@ -61,7 +61,8 @@ public:
 
   std::unique_ptr<detail::CallControl> make_control() override { return std::make_unique<Control>(*this); }
 
-  detail::CallReply run(const detail::ToolCall& call, detail::CallControl& control) override {
+  detail::CallReply run(const detail::ToolCall& call, detail::CallControl& control,
+                        const detail::ProgressSink& progress) override {
     auto& mine = static_cast<Control&>(control);
     const auto* raw = std::get_if<detail::RawSqlCall>(&call);
     const std::string sql = raw != nullptr ? raw->sql : "";
@@ -70,6 +71,10 @@ public:
       if (raw != nullptr) databases_.push_back(raw->database);
     }
     if (sql == "throw") throw std::runtime_error("driver text that must not be shown");
+    if (sql == "progress" && progress) {
+      progress(ProgressFigures{std::chrono::milliseconds(1500), 10, 100});
+      progress(ProgressFigures{std::chrono::milliseconds(2500), 20, 100});
+    }
     if (sql == "big") return scripted_reply(Literal("big "), std::string(4096, 'x'), nlohmann::json{{"kind", "raw_rows"}}, false);
     std::unique_lock lock(mutex_);
     ++running_;

@@ -162,7 +162,7 @@ TEST_CASE("integer arguments take JSON integers or decimal strings, within bound
   CHECK_FALSE(binds(q, {{"n", "1; DROP TABLE t"}}));
   CHECK_FALSE(binds(q, {{"n", true}}));
   CHECK_FALSE(binds(q, {{"n", "99999999999999999999"}}));
-  CHECK(std::get<std::string>(try_bind(q, {{"n", 101}})) == "parameters.n: is above the maximum 100");
+  CHECK(std::get<std::string>(try_bind(q, {{"n", 101}})) == "parameters.n: must be at most 100");
 }
 
 TEST_CASE("number, boolean, date and timestamp arguments are checked in their textual forms", "[catalog][bind]") {
@@ -246,4 +246,42 @@ TEST_CASE("required, optional and unknown arguments", "[catalog][bind]") {
 
 TEST_CASE("a number too large for a double is a catalog error naming the catalog, not the parser's exception", "[catalog]") {
   CHECK(catalog_error(query(R"({"name": "q", "description": "d", "sql": "SELECT 1", "parameters": [{"name": "n", "type": "integer", "maximum": 1e999}]})")) == "catalog");
+}
+
+TEST_CASE("every rule an argument can break is named with the parameter, in rawtool's words", "[catalog][arguments]") {
+  const auto q = single(R"([
+    {"name": "n", "type": "integer", "minimum": 1, "maximum": 10, "required": false},
+    {"name": "r", "type": "number", "minimum": -2.5, "maximum": 2.5, "required": false},
+    {"name": "c", "type": "text", "enum": ["red", "green"], "required": false},
+    {"name": "s", "type": "text", "max_length": 3, "required": false},
+    {"name": "d", "type": "date", "required": false},
+    {"name": "need", "type": "boolean"}])");
+  struct Case {
+    nlohmann::json arguments;
+    std::string argument;
+    rawtool::ArgumentRule rule;
+    std::string words;
+  };
+  const Case cases[] = {
+      {{{"need", true}, {"n", 0}}, "n", rawtool::ArgumentRule::minimum, "must be at least 1"},
+      {{{"need", true}, {"n", 11}}, "n", rawtool::ArgumentRule::maximum, "must be at most 10"},
+      {{{"need", true}, {"r", -3}}, "r", rawtool::ArgumentRule::minimum, "must be at least -2.5"},
+      {{{"need", true}, {"r", 2.75}}, "r", rawtool::ArgumentRule::maximum, "must be at most 2.5"},
+      {{{"need", true}, {"c", "blue"}}, "c", rawtool::ArgumentRule::enum_value, "must be one of the allowed values"},
+      {{{"need", true}, {"s", "four"}}, "s", rawtool::ArgumentRule::max_length, "must be at most 3 characters long"},
+      {{{"need", true}, {"d", "yesterday"}}, "d", rawtool::ArgumentRule::type, "must be a date, YYYY-MM-DD"},
+      {{{"need", true}, {"n", "1x"}}, "n", rawtool::ArgumentRule::type, "is not an integer in decimal form"},
+      {nlohmann::json::object(), "need", rawtool::ArgumentRule::missing, "is required"},
+      {{{"need", true}, {"extra", 1}}, "", rawtool::ArgumentRule::unknown_parameter, "the declared parameters are n, r, c, s, d, need"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.arguments.dump());
+    const rawtool::BindResult r = rawtool::bind_arguments(q, c.arguments);
+    REQUIRE(std::holds_alternative<rawtool::ArgumentProblem>(r));
+    const auto& error = std::get<rawtool::ArgumentProblem>(r).error;
+    CHECK(error.argument.str() == c.argument);
+    CHECK(error.rule == c.rule);
+    CHECK(rawtool::test::contains(error.explanation.str(), c.words));
+    CHECK_FALSE(error.given.has_value());
+  }
 }

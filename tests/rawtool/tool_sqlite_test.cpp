@@ -474,6 +474,87 @@ TEST_CASE("a configuration without a catalog describes an empty one", "[tool][sq
   CHECK(tool->certified("anything", nullptr).structured()["status"] == "not_found");
 }
 
+TEST_CASE("a certified argument mistake names the parameter and the rule on both halves, and shows no value given",
+          "[tool][sqlite][certified][arguments]") {
+  SqliteSetup setup;
+  auto tool = setup.open();
+  struct Case {
+    std::string query;
+    nlohmann::json params;
+    nlohmann::json argument;  // the declared name, or null for an unknown one
+    std::string rule;
+    std::string words;
+  };
+  const Case cases[] = {
+      {"first_items", {{"n", 4}}, "n", "maximum", "must be at most 3"},
+      {"first_items", {{"n", 0}}, "n", "minimum", "must be at least 1"},
+      {"first_items", nlohmann::json::object(), "n", "missing", "is required"},
+      {"first_items", {{"n", nullptr}}, "n", "missing", "is required"},
+      {"first_items", {{"n", "CANARY-7f3a91"}}, "n", "type", "is not an integer in decimal form"},
+      {"first_items", {{"n", true}}, "n", "type", "must be an integer, not a boolean"},
+      {"first_items", {{"n", 1}, {"CANARY-7f3a91", 1}}, nullptr, "unknown_parameter", "the declared parameters are n"},
+      {"find_item", {{"name", 7}}, "name", "type", "must be a string, not an integer"},
+      {"first_items", nlohmann::json::array({"CANARY-7f3a91"}), "params", "type", "must be a JSON object of parameter values"},
+  };
+  for (const Case& c : cases) {
+    const rawtool::Reply reply = tool->certified(c.query, c.params);
+    INFO(reply.text());
+    CHECK(reply.is_error());
+    CHECK(reply.structured()["status"] == "invalid_arguments");
+    REQUIRE(reply.structured().contains("argument"));
+    CHECK(reply.structured()["argument"]["name"] == c.argument);
+    CHECK(reply.structured()["argument"]["rule"] == c.rule);
+    CHECK(contains(reply.structured()["argument"]["explanation"].get<std::string>(), c.words));
+    CHECK_FALSE(reply.structured()["argument"].contains("given"));
+    const std::string name = c.argument.is_null() ? std::string("not declared") : c.argument.get<std::string>();
+    CHECK(contains(reply.text(), "rawtool: argument " + name + ": "));
+    CHECK(contains(reply.text(), c.words));
+    CHECK(contains(reply.text(), "(rule=" + c.rule + ")"));
+    CHECK_FALSE(contains(reply.text(), canary));
+    CHECK_FALSE(contains(rawtool::render::dump(reply.structured()), canary));
+    CHECK(rawtool::test::text_surface_problems(reply.text()) == std::vector<std::string>{});
+    // The log holds the same rule under the reply's reference.
+    const nlohmann::json record = log_record_for(setup.log, reply.structured()["reference"].get<std::string>());
+    CHECK(record["arguments"]["rule"] == c.rule);
+  }
+
+  // A label that names no configured database, and one the query does not run on.
+  rawtool::CallOptions elsewhere;
+  elsewhere.database = "CANARY-7f3a91";
+  const rawtool::Reply unknown = tool->certified("first_items", {{"n", 1}}, elsewhere);
+  CHECK(unknown.structured()["argument"]["name"] == "database");
+  CHECK(unknown.structured()["argument"]["rule"] == "unknown_database");
+  CHECK(contains(unknown.text(), "the configured databases are main, writer"));
+  CHECK_FALSE(contains(unknown.text(), canary));
+  elsewhere.database = "main";
+  const rawtool::Reply pinned = tool->certified("guarded_insert", {{"v", "x"}}, elsewhere);
+  CHECK(pinned.structured()["argument"]["rule"] == "enum");
+  CHECK(contains(pinned.text(), "it runs on writer"));
+}
+
+TEST_CASE("with certified_tools per_query, a catalog query named as one of rawtool's own tools is a configuration error",
+          "[tool][config][certified]") {
+  for (const std::string name : {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog", "describe_schema"}) {
+    rawtool::test::TempDir dir;
+    dir.write("catalog.json", R"({"queries": [{"name": ")" + name + R"(", "description": "d", "sql": "SELECT 1"}]})");
+    for (const std::string mode : {"single", "per_query"}) {
+      dir.write("rawtool.json", R"({"databases": [{"label": "main", "path": ":memory:"}], "catalog": "catalog.json", "certified_tools": ")" +
+                                    mode + "\"}");
+      const auto open = [&] { return rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json")); };
+      if (mode == "single") {
+        CHECK_NOTHROW(open());
+      } else {
+        try {
+          open();
+          FAIL("no configuration error for " << name);
+        } catch (const rawtool::ConfigError& e) {
+          CHECK(contains(e.what(), "(" + name + ").name"));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("on_progress reports a running call's elapsed time, rows read and row cap at its interval, never after it returns",
           "[tool][sqlite][progress]") {
   SqliteSetup setup;

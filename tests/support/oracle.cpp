@@ -420,7 +420,7 @@ std::vector<std::string> text_surface_problems(std::string_view text, render::Ro
       if (line.starts_with(contract::own_prefix)) {
         const bool begin = line.starts_with(contract::begin_marker_prefix);
         const bool end = line.starts_with(contract::end_marker_prefix);
-        const bool trailer = line.starts_with(contract::rows_trailer_prefix);
+        const bool trailer = line.starts_with(contract::rows_trailer_prefix) || line.starts_with(contract::schema_trailer_prefix);
         if (begin || end || trailer) {
           const auto nonce = marker_nonce(line);
           if (!nonce) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rawtool/argument_error.hpp>
 #include <rawtool/driver.hpp>
 #include <rawtool/untrusted.hpp>
 
@@ -97,12 +98,15 @@ Catalog load_catalog(const std::filesystem::path& file);
 /// True when `name` is [a-z][a-z0-9_]{0,63}.
 [[nodiscard]] bool valid_catalog_name(std::string_view name) noexcept;
 
-/// Why a call's arguments do not fit a query. The text is rawtool's own words
-/// and names only declared parameter names; a caller's value or unknown key is
-/// never copied into it (`unknown_key` carries such a key, as untrusted).
+/// Why a call's arguments do not fit a query. `error` says it for the caller
+/// in rawtool's words: the parameter (a declared name), the rule and what the
+/// rule asks; a caller's value or unknown key is never copied into it.
+/// `problem` is the same for the operator log ("parameters.n: must be at most
+/// 3"), and `unknown_key` carries an undeclared key, as untrusted, for the log.
 struct ArgumentProblem {
   std::string problem;
   std::optional<Untrusted> unknown_key;
+  ArgumentError error;
 };
 
 /// The bound values, in declaration order, or why the arguments do not fit.

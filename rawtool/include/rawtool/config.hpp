@@ -109,6 +109,12 @@ struct DatabaseConfig {
 ///     budget_bytes        integer 1024..67108864, default 16384
 ///     show_statement      boolean, default true
 ///   max_concurrent_calls  integer 1..1024, default 4
+///   certified_tools       "single" (default): the MCP server offers the
+///                         catalog through one tool, certified_query; or
+///                         "per_query": one tool per catalog query, named as
+///                         the query, its inputSchema made from the query's
+///                         parameters. A query named as one of rawtool's own
+///                         tools is then a configuration error.
 ///   log                   object:
 ///     destination         "file", "syslog" or "stderr". Default: not set, the
 ///                         program decides (see LogConfig::destination).
@@ -175,6 +181,9 @@ struct Config {
   render::RenderOptions render;
   /// Tool calls served at once by the MCP server.
   std::size_t max_concurrent_calls = 4;
+  /// How the MCP server offers the catalog.
+  enum class CertifiedTools { single, per_query };
+  CertifiedTools certified_tools = CertifiedTools::single;
   /// The operator log.
   LogConfig log;
   /// The MCP server's HTTP transport.

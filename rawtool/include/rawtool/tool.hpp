@@ -1,5 +1,7 @@
 #pragma once
 
+#include <rawtool/argument_error.hpp>
+#include <rawtool/arguments.hpp>
 #include <rawtool/catalog.hpp>
 #include <rawtool/config.hpp>
 #include <rawtool/driver.hpp>
@@ -16,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace rawtool {
@@ -205,6 +208,25 @@ public:
   /// The catalog: names, parameters, and descriptions as the catalog_prose
   /// setting says. Never an error.
   Reply describe_catalog() const;
+
+  /// What the connected role can use in one database (options.database):
+  /// without request.table, a page of its tables, views, materialized views
+  /// and foreign tables with row-count estimates and comments (and, on the
+  /// first page, its schemas); with it, that table's columns with types,
+  /// nullability and defaults, its primary, unique and foreign keys and other
+  /// constraints, its indexes and comments. PostgreSQL lists only what the
+  /// role has some privilege on (USAGE on the schema, SELECT on the table or
+  /// one of its columns, SELECT on each column shown); SQLite lists the file.
+  ///
+  /// It runs rawtool's own pinned statements, read-only, so it is on the
+  /// certified side: every identifier, type name, default and comment is
+  /// rendered as untrusted content (render::render_schema), and a failure is a
+  /// status and a log reference, never database text (logged as the event
+  /// certified_failure with query "describe_schema"). Arguments that do not
+  /// fit (an unknown database label, a limit out of range, a name that is not
+  /// UTF-8 text) are an argument error naming the argument and the rule; a
+  /// table the role cannot use is a reply that says so (found=false), an error.
+  Reply describe_schema(const SchemaRequest& request, const CallOptions& options = {});
 
   /// Connects to every configured database, through its pool, and reports
   /// the server and every hazard its driver checks for (see PostgresOptions).

@@ -35,12 +35,7 @@ constexpr std::string_view help =
     "  --db URL|PATH   the database, replacing the configuration's first target\n"
     "  --json          print the structured surface (one JSON line) instead of text\n";
 
-constexpr std::array<OptionSpec, database_options.size() + 1> certified_options = [] {
-  std::array<OptionSpec, database_options.size() + 1> all{};
-  std::copy(database_options.begin(), database_options.end(), all.begin());
-  all[database_options.size()] = format_option;
-  return all;
-}();
+constexpr auto certified_options = with_database_options(std::array<OptionSpec, 1>{{format_option}});
 
 nlohmann::json parameters_from(const std::vector<std::string>& pairs) {
   nlohmann::json params = nlohmann::json::object();

@@ -15,6 +15,7 @@ using Arguments = std::span<const std::string_view>;
 int run_query(Arguments args);
 int run_certified(Arguments args);
 int run_catalog(Arguments args);
+int run_schema(Arguments args);
 int run_mcp(Arguments args);
 int run_render(Arguments args);
 int run_demo(Arguments args);
@@ -30,6 +31,7 @@ inline constexpr Subcommand subcommands[] = {
     {"query", "run your own SQL (the raw path); failures are shown as untrusted content", run_query},
     {"certified", "run a pinned query from the catalog; failures are a status only", run_certified},
     {"catalog", "describe the catalog of pinned queries", run_catalog},
+    {"schema", "describe the tables and columns the connected role can use", run_schema},
     {"mcp", "serve the Model Context Protocol on stdin/stdout", run_mcp},
     {"render", "render one database failure, read as JSON on stdin (for gateways)", run_render},
     {"demo", "show both paths on a SQLite database built for the occasion", run_demo},

@@ -26,6 +26,15 @@ inline constexpr std::array<OptionSpec, 5> database_options{{
     {"--log-level", "LEVEL"},
 }};
 
+/// database_options followed by a command's own options.
+template <std::size_t N>
+constexpr std::array<OptionSpec, database_options.size() + N> with_database_options(const std::array<OptionSpec, N>& own) {
+  std::array<OptionSpec, database_options.size() + N> all{};
+  for (std::size_t i = 0; i < database_options.size(); ++i) all[i] = database_options[i];
+  for (std::size_t i = 0; i < N; ++i) all[database_options.size() + i] = own[i];
+  return all;
+}
+
 /// The help lines for --log and --log-level.
 inline constexpr std::string_view log_options_help =
     "  --log FILE|syslog|stderr  where the operator log goes (complaints a reply\n"

@@ -50,14 +50,8 @@ constexpr std::string_view help =
 
 // The options every database-using command takes, the choice of database and
 // where the statement comes from.
-constexpr std::array<OptionSpec, database_options.size() + 3> query_options = [] {
-  std::array<OptionSpec, database_options.size() + 3> all{};
-  std::copy(database_options.begin(), database_options.end(), all.begin());
-  all[database_options.size()] = OptionSpec{"--database", "LABEL"};
-  all[database_options.size() + 1] = OptionSpec{"--file", "FILE"};
-  all[database_options.size() + 2] = format_option;
-  return all;
-}();
+constexpr auto query_options =
+    with_database_options(std::array<OptionSpec, 3>{{{"--database", "LABEL"}, {"--file", "FILE"}, format_option}});
 
 /// A path the user gave, escaped and quoted for a message.
 std::string shown_path(const std::string& path) {

@@ -91,71 +91,77 @@ std::optional<double> parse_double(std::string_view s) {
   return value;
 }
 
-// One value converted to its declared type, or a problem in rawtool's words.
+// One value converted to its declared type, or the rule it breaks and what
+// the rule asks, in rawtool's words.
 struct Converted {
   std::optional<Parameter> value;
-  std::string problem;
+  ArgumentRule rule = ArgumentRule::type;
+  Trusted problem;
 };
+
+Converted accepted(Parameter value) { return {std::move(value), ArgumentRule::type, {}}; }
+Converted type_problem(Trusted problem) { return {std::nullopt, ArgumentRule::type, std::move(problem)}; }
+Converted type_problem(Literal problem) { return type_problem(Trusted(problem)); }
 
 Converted convert(const ParameterSpec& spec, const json& value) {
   switch (spec.type) {
     case ParameterType::integer:
-      if (value.is_number_integer() && !value.is_number_unsigned()) return {Parameter{value.get<std::int64_t>()}, {}};
+      if (value.is_number_integer() && !value.is_number_unsigned()) return accepted(Parameter{value.get<std::int64_t>()});
       if (value.is_number_unsigned()) {
         auto u = value.get<std::uint64_t>();
         if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-          return {Parameter{static_cast<std::int64_t>(u)}, {}};
+          return accepted(Parameter{static_cast<std::int64_t>(u)});
         }
-        return {std::nullopt, "is outside the 64-bit integer range"};
+        return type_problem("is outside the 64-bit integer range");
       }
       if (value.is_string()) {
-        if (auto v = parse_int64(value.get_ref<const std::string&>())) return {Parameter{*v}, {}};
-        return {std::nullopt, "is not an integer in decimal form"};
+        if (auto v = parse_int64(value.get_ref<const std::string&>())) return accepted(Parameter{*v});
+        return type_problem("is not an integer in decimal form");
       }
-      return {std::nullopt, std::string("must be an integer, not ") + detail::json_kind(value)};
+      return type_problem(Trusted::format("must be an integer, not {}", detail::json_kind_words(value)));
     case ParameterType::number:
       if (value.is_number()) {
         double d = value.get<double>();
-        if (!std::isfinite(d)) return {std::nullopt, "must be a finite number"};
-        return {Parameter{d}, {}};
+        if (!std::isfinite(d)) return type_problem("must be a finite number");
+        return accepted(Parameter{d});
       }
       if (value.is_string()) {
-        if (auto v = parse_double(value.get_ref<const std::string&>())) return {Parameter{*v}, {}};
-        return {std::nullopt, "is not a finite number in decimal form"};
+        if (auto v = parse_double(value.get_ref<const std::string&>())) return accepted(Parameter{*v});
+        return type_problem("is not a finite number in decimal form");
       }
-      return {std::nullopt, std::string("must be a number, not ") + detail::json_kind(value)};
+      return type_problem(Trusted::format("must be a number, not {}", detail::json_kind_words(value)));
     case ParameterType::boolean:
-      if (value.is_boolean()) return {Parameter{value.get<bool>()}, {}};
+      if (value.is_boolean()) return accepted(Parameter{value.get<bool>()});
       if (value.is_string()) {
         const auto& s = value.get_ref<const std::string&>();
-        if (s == "true") return {Parameter{true}, {}};
-        if (s == "false") return {Parameter{false}, {}};
-        return {std::nullopt, "must be true or false"};
+        if (s == "true") return accepted(Parameter{true});
+        if (s == "false") return accepted(Parameter{false});
+        return type_problem("must be true or false");
       }
-      return {std::nullopt, std::string("must be true or false, not ") + detail::json_kind(value)};
+      return type_problem(Trusted::format("must be true or false, not {}", detail::json_kind_words(value)));
     case ParameterType::text: {
-      if (!value.is_string()) return {std::nullopt, std::string("must be a string, not ") + detail::json_kind(value)};
+      if (!value.is_string()) return type_problem(Trusted::format("must be a string, not {}", detail::json_kind_words(value)));
       const auto& s = value.get_ref<const std::string&>();
       auto length = render::code_point_count(s);
-      if (!length) return {std::nullopt, "is not valid UTF-8"};
-      if (s.find('\0') != std::string::npos) return {std::nullopt, "contains a NUL character"};
+      if (!length) return type_problem("is not valid UTF-8");
+      if (s.find('\0') != std::string::npos) return type_problem("contains a NUL character");
       if (spec.max_length && *length > *spec.max_length) {
-        return {std::nullopt, "is longer than " + std::to_string(*spec.max_length) + " characters"};
+        return {std::nullopt, ArgumentRule::max_length, Trusted::format("must be at most {} characters long", *spec.max_length)};
       }
-      return {Parameter{s}, {}};
+      return accepted(Parameter{s});
     }
     case ParameterType::date:
       if (value.is_string() && valid_date(value.get_ref<const std::string&>())) {
-        return {Parameter{value.get<std::string>()}, {}};
+        return accepted(Parameter{value.get<std::string>()});
       }
-      return {std::nullopt, "must be a date, YYYY-MM-DD"};
+      return type_problem("must be a date, YYYY-MM-DD");
     case ParameterType::timestamp:
       if (value.is_string() && valid_timestamp(value.get_ref<const std::string&>())) {
-        return {Parameter{value.get<std::string>()}, {}};
+        return accepted(Parameter{value.get<std::string>()});
       }
-      return {std::nullopt, "must be a timestamp, YYYY-MM-DD HH:MM:SS with optional fraction and zone"};
+      return type_problem("must be a timestamp, YYYY-MM-DD HH:MM:SS with optional fraction and zone");
   }
-  return {std::nullopt, "has an unknown type"};
+  return type_problem("has an unknown type");
 }
 
 std::string format_bound(double bound) {
@@ -165,8 +171,16 @@ std::string format_bound(double bound) {
   return out.str();
 }
 
+// A declared bound in rawtool's words: whole numbers as integers, others as
+// written when that spelling is a plain label ("2.5"), else to three decimals.
+Trusted bound_words(double bound) {
+  if (bound == std::floor(bound) && std::fabs(bound) < 9.0e15) return Trusted::format("{}", static_cast<std::int64_t>(bound));
+  if (auto label = Label::parse(format_bound(bound))) return Trusted(*label);
+  return Trusted::format("{}", bound);
+}
+
 // Bounds and enumeration; the value already has the declared type.
-std::string check_constraints(const ParameterSpec& spec, const Parameter& value) {
+std::optional<Converted> check_constraints(const ParameterSpec& spec, const Parameter& value) {
   double numeric = 0;
   bool is_numeric = false;
   if (const auto* i = std::get_if<std::int64_t>(&value)) {
@@ -176,14 +190,16 @@ std::string check_constraints(const ParameterSpec& spec, const Parameter& value)
     numeric = *d;
     is_numeric = true;
   }
-  if (is_numeric && spec.minimum && numeric < *spec.minimum) return "is below the minimum " + format_bound(*spec.minimum);
-  if (is_numeric && spec.maximum && numeric > *spec.maximum) return "is above the maximum " + format_bound(*spec.maximum);
+  if (is_numeric && spec.minimum && numeric < *spec.minimum)
+    return Converted{std::nullopt, ArgumentRule::minimum, Trusted::format("must be at least {}", bound_words(*spec.minimum))};
+  if (is_numeric && spec.maximum && numeric > *spec.maximum)
+    return Converted{std::nullopt, ArgumentRule::maximum, Trusted::format("must be at most {}", bound_words(*spec.maximum))};
   if (!spec.allowed.empty()) {
     bool found = false;
     for (const Parameter& allowed : spec.allowed) found = found || allowed == value;
-    if (!found) return "is not one of the allowed values";
+    if (!found) return Converted{std::nullopt, ArgumentRule::enum_value, Literal("must be one of the allowed values the catalog lists for it")};
   }
-  return {};
+  return std::nullopt;
 }
 
 std::optional<ParameterType> parse_type(std::string_view s) {
@@ -243,10 +259,8 @@ ParameterSpec parse_parameter(const json& value, const std::string& field) {
     for (std::size_t i = 0; i < it->size(); ++i) {
       std::string item_field = enum_field + "[" + std::to_string(i) + "]";
       Converted c = convert(spec, (*it)[i]);
-      if (!c.value) fail(item_field, c.problem);
-      if (std::string bound = check_constraints(bounds_only, *c.value); !bound.empty()) {
-        fail(item_field, bound);
-      }
+      if (!c.value) fail(item_field, c.problem.str());
+      if (auto bound = check_constraints(bounds_only, *c.value)) fail(item_field, bound->problem.str());
       spec.allowed.push_back(std::move(*c.value));
     }
   }
@@ -368,15 +382,53 @@ Catalog load_catalog(const std::filesystem::path& file) {
   return parse_catalog(text.str());
 }
 
+namespace {
+
+// A parameter's problem for the caller (its name, the rule, rawtool's words)
+// and for the log ("parameters.NAME: words").
+ArgumentProblem parameter_problem(const ParameterSpec& spec, ArgumentRule rule, Trusted words) {
+  ArgumentProblem p;
+  p.problem = "parameters." + spec.name + ": " + words.str();
+  p.error.argument = Label::checked(spec.name);
+  p.error.rule = rule;
+  p.error.explanation = std::move(words);
+  return p;
+}
+
+// "the declared parameters are a, b" (or "this query takes no parameters").
+Trusted declared_parameters(const CatalogQuery& query) {
+  if (query.parameters.empty()) return Literal("this query takes no parameters");
+  Trusted names = Literal("the declared parameters are ");
+  for (std::size_t i = 0; i < query.parameters.size(); ++i) {
+    if (i != 0) names += Literal(", ");
+    names += Label::checked(query.parameters[i].name);
+  }
+  return names;
+}
+
+}  // namespace
+
 BindResult bind_arguments(const CatalogQuery& query, const json& arguments) {
   if (!arguments.is_null() && !arguments.is_object()) {
-    return ArgumentProblem{std::string("the arguments must be a JSON object, not ") + detail::json_kind(arguments), {}};
+    ArgumentProblem p;
+    p.problem = std::string("the arguments must be a JSON object, not ") + detail::json_kind(arguments);
+    p.error.argument = Label("params");
+    p.error.rule = ArgumentRule::type;
+    p.error.explanation = Trusted::format("must be a JSON object of parameter values, not {}", detail::json_kind_words(arguments));
+    return p;
   }
   if (arguments.is_object()) {
     for (const auto& item : arguments.items()) {
       bool declared = false;
       for (const ParameterSpec& spec : query.parameters) declared = declared || spec.name == item.key();
-      if (!declared) return ArgumentProblem{"an argument is not a declared parameter", Untrusted(item.key())};
+      if (!declared) {
+        ArgumentProblem p;
+        p.problem = "an argument is not a declared parameter";
+        p.unknown_key = Untrusted(item.key());
+        p.error.rule = ArgumentRule::unknown_parameter;
+        p.error.explanation = Trusted::format("a parameter was given that the query does not declare; {}", declared_parameters(query));
+        return p;
+      }
     }
   }
   std::vector<Parameter> bound;
@@ -387,15 +439,13 @@ BindResult bind_arguments(const CatalogQuery& query, const json& arguments) {
       if (auto it = arguments.find(spec.name); it != arguments.end()) value = &*it;
     }
     if (value == nullptr || value->is_null()) {
-      if (spec.required) return ArgumentProblem{"parameters." + spec.name + ": is required", {}};
+      if (spec.required) return parameter_problem(spec, ArgumentRule::missing, Literal("is required"));
       bound.emplace_back(std::monostate{});
       continue;
     }
     Converted c = convert(spec, *value);
-    if (!c.value) return ArgumentProblem{"parameters." + spec.name + ": " + c.problem, {}};
-    if (std::string problem = check_constraints(spec, *c.value); !problem.empty()) {
-      return ArgumentProblem{"parameters." + spec.name + ": " + problem, {}};
-    }
+    if (!c.value) return parameter_problem(spec, c.rule, std::move(c.problem));
+    if (auto broken = check_constraints(spec, *c.value)) return parameter_problem(spec, broken->rule, std::move(broken->problem));
     bound.push_back(std::move(*c.value));
   }
   return bound;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <rawtool/config.hpp>
 
 #include "lib/detail/json_fields.hpp"
@@ -120,8 +121,15 @@ std::optional<std::string> scheme_of(std::string_view text) {
 }
 
 constexpr std::string_view engines_spoken =
-    "rawtool speaks PostgreSQL (postgresql://..., postgres://..., or a libpq key=value string) and SQLite "
-    "(sqlite:PATH, or the path key)";
+    "rawtool speaks PostgreSQL (a postgresql: or postgres: URL, or a libpq keyword string) and SQLite "
+    "(a sqlite: URL, or the path key)";
+
+// "the scheme mysql" for a scheme of plain letters and digits, which an
+// operator recognises; "a scheme" for any other, whose bytes are not repeated.
+std::string scheme_named(std::string_view scheme) {
+  const bool plain = std::all_of(scheme.begin(), scheme.end(), [](char c) { return ascii_letter(c) || ascii_digit(c); });
+  return plain ? "the scheme " + std::string(scheme) : std::string("a scheme");
+}
 
 // A libpq "key=value ..." string starts with a keyword and '='.
 bool looks_like_conninfo(std::string_view s) {
@@ -246,10 +254,10 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
     // A url names its engine: a SQLite file is sqlite:PATH here (or the path key), never a bare path.
     if (auto scheme = scheme_of(s)) {
       if (*scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
-        fail(key, "uses the scheme " + *scheme + ":, which is not one rawtool speaks; " + std::string(engines_spoken));
+        fail(key, "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks. " + std::string(engines_spoken));
       }
     } else if (!looks_like_conninfo(s)) {
-      fail(key, "names no engine: a SQLite file is named with sqlite:PATH or the path key; " + std::string(engines_spoken));
+      fail(key, "names no engine: a SQLite file is named with sqlite:PATH or the path key. " + std::string(engines_spoken));
     }
     try {
       db = database_for_target(s, base_dir);
@@ -466,7 +474,7 @@ DatabaseConfig database_for_target(std::string_view url_or_path, const std::file
   }
   if (auto scheme = scheme_of(url_or_path); scheme && url_or_path.substr(scheme->size(), 3) == "://" &&
                                             *scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
-    fail("database", "uses the scheme " + *scheme + "://, which is not one rawtool speaks; " + std::string(engines_spoken));
+    fail("database", "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks. " + std::string(engines_spoken));
   }
   DatabaseConfig db;
   if (starts_with(url_or_path, "postgresql://") || starts_with(url_or_path, "postgres://") ||
@@ -558,7 +566,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
-      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "log", "http"}, "");
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "certified_tools", "log", "http"}, "");
 
   Config config;
   if (auto it = root.find("databases"); it != root.end()) {
@@ -590,6 +598,16 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
     }
   }
   if (auto it = root.find("render"); it != root.end()) parse_render(*it, config.render);
+  if (auto it = root.find("certified_tools"); it != root.end()) {
+    const std::string s = detail::read_string(*it, "certified_tools");
+    if (s == "single") {
+      config.certified_tools = Config::CertifiedTools::single;
+    } else if (s == "per_query") {
+      config.certified_tools = Config::CertifiedTools::per_query;
+    } else {
+      fail("certified_tools", "must be \"single\" or \"per_query\"");
+    }
+  }
   if (auto it = root.find("max_concurrent_calls"); it != root.end()) {
     config.max_concurrent_calls =
         static_cast<std::size_t>(detail::read_integer(*it, "max_concurrent_calls", 1, max_calls));

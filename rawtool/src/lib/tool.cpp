@@ -1,20 +1,24 @@
 #include <rawtool/tool.hpp>
 
+#include <rawtool/render/bytes.hpp>
 #include <rawtool/render/escape.hpp>
 #include <rawtool/render/failure.hpp>
 #include <rawtool/render/builder.hpp>
 #include <rawtool/render/json.hpp>
 #include <rawtool/render/prose.hpp>
 #include <rawtool/render/rows.hpp>
+#include <rawtool/render/schema.hpp>
 #include <rawtool/render/status.hpp>
 
 #include "lib/detail/crypto.hpp"
 #include "lib/detail/json_fields.hpp"
 #include "lib/detail/log.hpp"
 #include "lib/detail/pool.hpp"
+#include "lib/detail/schema_statements.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -322,7 +326,7 @@ struct Tool::Impl {
   }
 
   Reply certified_status(Status status, const Provenance& provenance, nlohmann::json query, std::string_view key,
-                         nlohmann::json value) const {
+                         nlohmann::json value, const ArgumentError* argument = nullptr) const {
     std::string reference = detail::new_log_reference();
     nlohmann::json record = {{"reference", reference},
                              {"query", std::move(query)},
@@ -330,7 +334,22 @@ struct Tool::Impl {
                              {"database", provenance.database_label.str()}};
     if (!key.empty()) record[std::string(key)] = std::move(value);
     log_error("certified_failure", record);
+    if (argument != nullptr) return to_reply(render::render_status(provenance, reference, *argument, config.render), true);
     return to_reply(render::render_status(status, provenance, reference), true);
+  }
+
+  // "the configured databases are a, b": labels passed their grammar at load.
+  Trusted configured_labels() const {
+    Trusted text = Literal("the configured databases are ");
+    for (std::size_t i = 0; i < databases.size(); ++i) {
+      if (i != 0) text += Literal(", ");
+      text += Label::checked(databases[i].config.label);
+    }
+    return text;
+  }
+
+  Reply argument_error(const Label& tool, ArgumentError error) const {
+    return to_reply(render::render_argument_error(tool, error, config.render), true);
   }
 };
 
@@ -356,6 +375,13 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
         if (candidate.label == q.database) db = &candidate;
       }
       if (db == nullptr) detail::fail(entry + ".database", "names no configured database");
+    }
+    // One MCP tool per query stands beside rawtool's own tools: a name of theirs would hide one.
+    static constexpr std::string_view own_tools[] = {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog",
+                                                     "describe_schema"};
+    if (config.certified_tools == Config::CertifiedTools::per_query &&
+        std::find(std::begin(own_tools), std::end(own_tools), q.name) != std::end(own_tools)) {
+      detail::fail(entry + ".name", "is the name of one of rawtool's own MCP tools, which certified_tools \"per_query\" would hide");
     }
     if (q.access == AccessMode::read_write && db->access == AccessMode::read_only) {
       detail::fail(entry + ".access", "is read_write, but database " + db->label + " is read_only");
@@ -619,17 +645,25 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
     db = m.find_database(options.database);
   }
   if (db == nullptr) {
+    ArgumentError error;
+    error.argument = Label("database");
+    error.rule = m.find_database(options.database) == nullptr ? ArgumentRule::unknown_database : ArgumentRule::enum_value;
+    error.explanation =
+        error.rule == ArgumentRule::unknown_database
+            ? Trusted::format("names no configured database; {}", m.configured_labels())
+            : Trusted::format("names a database this query does not run on; it runs on {}", Label::checked(query->database));
     return m.certified_status(Status::invalid_arguments, provenance, query->name, "problem",
-                              "the call names a database this query does not run on");
+                              "the call names a database this query does not run on", &error);
   }
   provenance.engine = db->engine;
   provenance.database_label = Label::checked(db->config.label);
 
   BindResult bound = bind_arguments(*query, params);
   if (auto* problem = std::get_if<ArgumentProblem>(&bound)) {
-    nlohmann::json detail = {{"problem", problem->problem}};
+    nlohmann::json detail = {{"problem", problem->problem}, {"rule", argument_rule_name(problem->error.rule)}};
     if (problem->unknown_key) detail["argument"] = render::to_log_json(*problem->unknown_key);
-    return m.certified_status(Status::invalid_arguments, provenance, query->name, "arguments", std::move(detail));
+    return m.certified_status(Status::invalid_arguments, provenance, query->name, "arguments", std::move(detail),
+                              &problem->error);
   }
   const auto& values = std::get<std::vector<Parameter>>(bound);
 
@@ -749,6 +783,89 @@ Reply Tool::describe_catalog() const {
                                {"catalog_prose", omitted ? "omitted" : "quoted"},
                                {"queries", std::move(queries)}};
   return Reply(std::move(reply).finish(std::move(structured)), false);
+}
+
+namespace {
+
+Parameter optional_text(const std::string& text) { return text.empty() ? Parameter{} : Parameter{text}; }
+
+}  // namespace
+
+Reply Tool::describe_schema(const SchemaRequest& request, const CallOptions& options) {
+  const Impl& m = *impl_;
+  static const Label tool_name("describe_schema");
+  const Database* db = m.find_database(options.database);
+  if (db == nullptr)
+    return m.argument_error(tool_name, argument_error(Label("database"), ArgumentRule::unknown_database,
+                                                      Trusted::format("names no configured database; {}", m.configured_labels())));
+  if (auto problem = check_schema_request(request)) return m.argument_error(tool_name, std::move(*problem));
+
+  Provenance provenance;
+  provenance.path = PathKind::certified;
+  provenance.certified_name = tool_name;
+  provenance.catalog_hash = Label::checked(detail::schema_statements_sha256(db->engine));
+  provenance.engine = db->engine;
+  provenance.database_label = Label::checked(db->config.label);
+  const detail::SchemaStatements& statements = detail::schema_statements(db->engine);
+
+  render::SchemaReply reply;
+  reply.offset = request.offset;
+  reply.page_size = request.limit;
+  // Runs one pinned statement into its section; a failure ends the call with
+  // a status, its words for the log only.
+  std::optional<Reply> failed;
+  const auto run = [&](const detail::SchemaStatement& statement, std::vector<Parameter> params) -> Rows* {
+    Execution execution = m.execute_reporting(*db, statement.sql, params, AccessMode::read_only, options);
+    provenance.elapsed += execution.elapsed;
+    if (auto* rows = std::get_if<Rows>(&execution.outcome)) {
+      reply.sections.push_back(render::SchemaSection{statement.section, statement.columns, std::move(*rows)});
+      return &reply.sections.back().rows;
+    }
+    const nlohmann::json query = {{"name", tool_name.str()}, {"section", std::string(statement.section.view())}};
+    const bool cancelled = options.cancellation != nullptr && options.cancellation->cancelled();
+    if (auto* failure = std::get_if<Failure>(&execution.outcome)) {
+      const Status status = cancelled ? Status::refused : status_for_failure(*failure);
+      m.log_call(provenance, "failure", render::status_name(status));
+      failed = m.certified_status(status, provenance, query, "failure", render::failure_log_record(*failure));
+    } else if (auto* refusal = std::get_if<Refusal>(&execution.outcome)) {
+      m.log_call(provenance, "refusal", render::status_name(status_for_refusal(*refusal)));
+      failed = m.certified_status(status_for_refusal(*refusal), provenance, query, "refusal",
+                                  {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation.str()}});
+    } else {
+      m.log_call(provenance, "unavailable", render::status_name(Status::unavailable));
+      failed = m.certified_status(Status::unavailable, provenance, query, "complaint",
+                                  render::to_log_json(std::get<Unavailable>(execution.outcome).complaint));
+    }
+    return nullptr;
+  };
+
+  if (request.table.empty()) {
+    reply.scope = render::SchemaReply::Scope::objects;
+    if (request.offset == 0 && request.pattern.empty() && run(statements.schemas, {optional_text(request.schema)}) == nullptr)
+      return std::move(*failed);
+    Rows* objects = run(statements.objects, {optional_text(request.schema), optional_text(request.pattern),
+                                             static_cast<std::int64_t>(request.limit + 1), static_cast<std::int64_t>(request.offset)});
+    if (objects == nullptr) return std::move(*failed);
+    // One row past the page was asked for, to learn whether more exist.
+    if (objects->rows.size() > request.limit) {
+      objects->rows.resize(request.limit);
+      reply.more = true;
+    }
+    reply.more = reply.more || objects->truncation != Truncation::none;
+  } else {
+    reply.scope = render::SchemaReply::Scope::table;
+    const std::vector<Parameter> target{optional_text(request.schema), Parameter{request.table}};
+    for (const auto& statement : statements.table) {
+      Rows* rows = run(statement, target);
+      if (rows == nullptr) return std::move(*failed);
+      // A table the role cannot use, or that does not exist: nothing more to ask.
+      if (statement.section.view() == "table" && rows->rows.empty()) break;
+    }
+  }
+  m.log_call(provenance, "rows");
+  render::Rendered rendered = render::render_schema(reply, provenance, m.config.render);
+  const bool found = rendered.structured().value("found", true);
+  return to_reply(std::move(rendered), !found);
 }
 
 }  // namespace rawtool

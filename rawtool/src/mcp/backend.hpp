@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,9 @@ public:
   CallControl& operator=(const CallControl&) = delete;
   virtual void cancel() noexcept = 0;
 };
+
+/// Where a running call's figures go (elapsed, rows read, the row cap).
+using ProgressSink = std::function<void(const ProgressFigures&)>;
 
 /// Both halves of one tool reply, as the renderer wrote them: the library's
 /// Reply, which wraps a render::Rendered that only the renderer makes.
@@ -41,8 +45,10 @@ public:
 
   virtual std::unique_ptr<CallControl> make_control() = 0;
   /// Runs the call; returns its reply. Cancelled through `control`, it returns
-  /// promptly (its reply is then dropped).
-  virtual CallReply run(const ToolCall& call, CallControl& control) = 0;
+  /// promptly (its reply is then dropped). `progress`, when not empty, is
+  /// given the call's figures at a bounded rate while it runs, never after
+  /// run() returns.
+  virtual CallReply run(const ToolCall& call, CallControl& control, const ProgressSink& progress) = 0;
   /// The reply that stands in for one whose serialised message would be
   /// `bytes` long, over the transport's limit: a refusal written by rawtool.
   virtual CallReply too_large(const ToolCall& call, std::size_t bytes) = 0;

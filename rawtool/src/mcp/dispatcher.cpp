@@ -6,6 +6,8 @@
 
 #include <rawtool/render/json.hpp>
 
+#include <fmt/format.h>
+
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -142,12 +144,21 @@ void Dispatcher::run(Call& call) noexcept {
     call.running = true;
   }
   // Progress, when asked for: one notification when the call starts to run
-  // (it may have waited for a worker); the response itself is the end. Sent
-  // by this thread, so it always comes before the response.
+  // (it may have waited for a worker), then the call's figures once a second
+  // while it runs, its elapsed seconds as the progress value, which only
+  // grows; the response itself is the end. All are sent before run() returns
+  // and so before the response.
+  ProgressSink progress;
   if (!call.progress_token.is_null()) {
-    call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, 1, "running")));
+    call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, "running")));
+    progress = [&call](const ProgressFigures& figures) {
+      const double seconds = static_cast<double>(figures.elapsed.count()) / 1000.0;
+      call.reply_to->notify(render::dump(progress_notification(
+          call.progress_token, seconds,
+          fmt::format("running for {:.1f} s; {} rows read; row cap {}", seconds, figures.rows_read, figures.max_rows))));
+    };
   }
-  std::string response = answer(call);
+  std::string response = answer(call, progress);
   bool cancelled = false;
   {
     std::lock_guard lock(calls_mutex_);
@@ -164,9 +175,9 @@ void Dispatcher::run(Call& call) noexcept {
 
 // The response line for one call: its reply, the stand-in when that is over
 // the transport's limit, or an internal error when the backend broke.
-std::string Dispatcher::answer(Call& call) {
+std::string Dispatcher::answer(Call& call, const ProgressSink& progress) {
   try {
-    CallReply reply = backend_.run(call.call, *call.control);
+    CallReply reply = backend_.run(call.call, *call.control, progress);
     std::string line = render::dump(
         result_response(call.id, call_result(reply.text(), reply.structured(), reply.is_error())));
     if (line.size() > max_reply_bytes_) {

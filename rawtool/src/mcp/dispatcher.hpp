@@ -105,7 +105,7 @@ private:
   Handled start(StartCall start, const std::shared_ptr<ReplyChannel>& reply_to);
   void cancel(const nlohmann::json& request_id);
   void run(Call& call) noexcept;
-  std::string answer(Call& call);
+  std::string answer(Call& call, const ProgressSink& progress);
 
   Backend& backend_;
   WorkerPool& pool_;

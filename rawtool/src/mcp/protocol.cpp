@@ -1,5 +1,9 @@
 #include "mcp/protocol.hpp"
 
+#include "mcp/tools.hpp"
+
+#include <rawtool/render/status.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -49,21 +53,79 @@ std::optional<ParamsProblem> check_meta(const json& params) {
   return std::nullopt;
 }
 
-// Arguments must hold exactly the members the tool's inputSchema declares.
-std::optional<ParamsProblem> check_members(const json& arguments, std::initializer_list<std::string_view> allowed,
-                                           std::string_view tool) {
+// A tool's arguments that do not fit its inputSchema: answered as a tool
+// result with isError (SEP-1303), so the model reads which argument and
+// which rule, in rawtool's words.
+struct ToolArgumentError {
+  Label tool;
+  ArgumentError error;
+};
+
+// "a, b and c" from labels that passed their grammar.
+Trusted label_list(const std::vector<std::string>& labels) {
+  Trusted text;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i != 0) text += i + 1 == labels.size() ? Literal(" and ") : Literal(", ");
+    text += Label::checked(labels[i]);
+  }
+  return text;
+}
+
+// Arguments must hold exactly the members the tool's inputSchema declares; an
+// undeclared one is echoed back escaped, since it is the caller's text.
+std::optional<ArgumentError> check_members(const json& arguments, const std::vector<std::string>& allowed, const Label& tool) {
   for (const auto& [key, value] : arguments.items()) {
-    bool known = false;
-    for (const auto name : allowed) known = known || key == name;
-    if (!known) {
-      // The key is the caller's text; it is not echoed back.
-      return ParamsProblem{std::string("arguments for ") + std::string(tool) + " hold a member the tool does not take"};
-    }
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    ArgumentError error = argument_error(
+        Label(), ArgumentRule::unknown_parameter,
+        allowed.empty() ? Trusted::format("{} takes no arguments", tool)
+                        : Trusted::format("an argument was given that {} does not take; it takes {}", tool, label_list(allowed)));
+    error.given = Untrusted(key);
+    return error;
   }
   return std::nullopt;
 }
 
-std::variant<ToolCall, ParamsProblem> read_tool_call(const json& params, const ServerDescription& server) {
+// A string argument: absent is nullopt, present and not a string an error.
+std::variant<std::optional<std::string>, ArgumentError> string_argument(const json& arguments, const Label& name) {
+  const auto found = arguments.find(name.view());
+  if (found == arguments.end()) return std::optional<std::string>();
+  if (!found->is_string()) return argument_type_error(name, "a string", *found);
+  return std::optional<std::string>(found->get<std::string>());
+}
+
+using ToolCallOrProblem = std::variant<ToolCall, ParamsProblem, ToolArgumentError>;
+
+// raw_sql and raw_sql_write: one statement, on one of the tool's databases.
+ToolCallOrProblem read_raw_sql(const json& arguments, const Label& tool, const std::vector<std::string>& labels,
+                               const ServerDescription& server) {
+  if (auto problem = check_members(arguments, {"sql", "database"}, tool)) return ToolArgumentError{tool, std::move(*problem)};
+  auto sql = string_argument(arguments, Label("sql"));
+  if (auto* problem = std::get_if<ArgumentError>(&sql)) return ToolArgumentError{tool, std::move(*problem)};
+  if (!std::get<std::optional<std::string>>(sql))
+    return ToolArgumentError{tool, argument_error(Label("sql"), ArgumentRule::missing, Literal("is required: one SQL statement"))};
+  RawSqlCall call{std::move(*std::get<std::optional<std::string>>(sql)), {}};
+  auto database = string_argument(arguments, Label("database"));
+  if (auto* problem = std::get_if<ArgumentError>(&database)) return ToolArgumentError{tool, std::move(*problem)};
+  if (auto& label = std::get<std::optional<std::string>>(database)) {
+    if (std::find(labels.begin(), labels.end(), *label) == labels.end()) {
+      // The caller's text is not echoed back; the labels are the operator's and passed their grammar.
+      const bool configured = std::find(server.all_database_labels.begin(), server.all_database_labels.end(), *label) !=
+                              server.all_database_labels.end();
+      return ToolArgumentError{
+          tool, configured ? argument_error(Label("database"), ArgumentRule::enum_value,
+                                            Trusted::format("names a database {} does not run on; it runs on {}", tool, label_list(labels)))
+                           : argument_error(Label("database"), ArgumentRule::unknown_database,
+                                            Trusted::format("names no configured database; {} runs on {}", tool, label_list(labels)))};
+    }
+    call.database = std::move(*label);
+  } else if (!labels.empty()) {
+    call.database = labels.front();
+  }
+  return ToolCall{std::move(call)};
+}
+
+ToolCallOrProblem read_tool_call(const json& params, const ServerDescription& server) {
   const auto name = params.find("name");
   if (name == params.end()) return ParamsProblem{"params.name is required"};
   if (!name->is_string()) return ParamsProblem{"params.name must be a string"};
@@ -74,42 +136,51 @@ std::variant<ToolCall, ParamsProblem> read_tool_call(const json& params, const S
   }
   const json& arguments = *arguments_member;
   const auto& tool = name->get_ref<const std::string&>();
-  if (tool == "raw_sql" && server.raw_path_enabled) {
-    if (auto problem = check_members(arguments, {"sql", "database"}, "raw_sql")) return *problem;
-    const auto sql = arguments.find("sql");
-    if (sql == arguments.end()) return ParamsProblem{"arguments.sql is required"};
-    if (!sql->is_string()) return ParamsProblem{"arguments.sql must be a string"};
-    RawSqlCall call{sql->get<std::string>(), {}};
-    if (const auto database = arguments.find("database"); database != arguments.end()) {
-      if (!database->is_string()) return ParamsProblem{"arguments.database must be a string"};
-      const auto& labels = server.database_labels;
-      if (std::find(labels.begin(), labels.end(), database->get_ref<const std::string&>()) == labels.end()) {
-        // The caller's text is not echoed back; the labels are the operator's and passed their grammar.
-        std::string known;
-        for (const auto& label : labels) known += (known.empty() ? "" : ", ") + label;
-        return ParamsProblem{"arguments.database names no configured database (configured: " + known + ")"};
-      }
-      call.database = database->get<std::string>();
-    } else if (!server.database_labels.empty()) {
-      call.database = server.database_labels.front();
+  if (server.raw_path_enabled && tool == "raw_sql")
+    return read_raw_sql(arguments, Label("raw_sql"), server.database_labels, server);
+  if (server.raw_path_enabled && tool == "raw_sql_write" && !server.write_database_labels.empty())
+    return read_raw_sql(arguments, Label("raw_sql_write"), server.write_database_labels, server);
+  if (tool == "certified_query" && server.certified_query_tool) {
+    const Label self("certified_query");
+    if (auto problem = check_members(arguments, {"name", "params"}, self)) return ToolArgumentError{self, std::move(*problem)};
+    auto query = string_argument(arguments, Label("name"));
+    if (auto* problem = std::get_if<ArgumentError>(&query)) return ToolArgumentError{self, std::move(*problem)};
+    auto& query_name = std::get<std::optional<std::string>>(query);
+    if (!query_name)
+      return ToolArgumentError{self, argument_error(Label("name"), ArgumentRule::missing,
+                                                    Literal("is required: the name of a query describe_catalog lists"))};
+    const auto& names = server.catalog_names;
+    if (std::find(names.begin(), names.end(), *query_name) == names.end()) {
+      // The caller's text is not echoed back; the catalog's names passed their grammar.
+      return ToolArgumentError{
+          self, argument_error(Label("name"), ArgumentRule::enum_value,
+                               names.empty() ? Trusted(Literal("names no query: the catalog is empty"))
+                                             : Trusted::format("names no query in the catalog; its queries are {}", label_list(names)))};
     }
-    return ToolCall{std::move(call)};
-  }
-  if (tool == "certified_query") {
-    if (auto problem = check_members(arguments, {"name", "params"}, "certified_query")) return *problem;
-    const auto query = arguments.find("name");
-    if (query == arguments.end()) return ParamsProblem{"arguments.name is required"};
-    if (!query->is_string()) return ParamsProblem{"arguments.name must be a string"};
-    CertifiedQueryCall call{query->get<std::string>(), json::object()};
+    CertifiedQueryCall call{std::move(*query_name), json::object()};
     if (const auto bound = arguments.find("params"); bound != arguments.end()) {
-      if (!bound->is_object()) return ParamsProblem{"arguments.params must be an object"};
+      if (!bound->is_object())
+        return ToolArgumentError{self, argument_type_error(Label("params"), "an object of parameter values", *bound)};
       call.params = *bound;
     }
     return ToolCall{std::move(call)};
   }
+  for (const auto& [tool_name, query_name] : server.query_tools) {
+    if (tool != tool_name) continue;
+    // A per-query tool's arguments are the query's parameters; the Tool binds
+    // and checks them, and names the parameter and the rule when one does not fit.
+    return ToolCall{CertifiedQueryCall{query_name, arguments}};
+  }
   if (tool == "describe_catalog") {
-    if (auto problem = check_members(arguments, {}, "describe_catalog")) return *problem;
+    const Label self("describe_catalog");
+    if (auto problem = check_members(arguments, {}, self)) return ToolArgumentError{self, std::move(*problem)};
     return ToolCall{DescribeCatalogCall{}};
+  }
+  if (tool == "describe_schema") {
+    auto read = schema_arguments_from_json(arguments);
+    if (auto* problem = std::get_if<ArgumentError>(&read)) return ToolArgumentError{Label("describe_schema"), std::move(*problem)};
+    auto& schema = std::get<SchemaArguments>(read);
+    return ToolCall{DescribeSchemaCall{std::move(schema.request), std::move(schema.database)}};
   }
   // The name is the caller's text; it is not echoed back.
   return ParamsProblem{"unknown tool: see tools/list for the tools this server has"};
@@ -172,6 +243,10 @@ Action handle_request(const json& id, const std::string& method, const json& par
   if (auto* problem = std::get_if<ParamsProblem>(&call)) {
     return send_error(id, ErrorCode::invalid_params, problem->message);
   }
+  if (auto* problem = std::get_if<ToolArgumentError>(&call)) {
+    auto rendered = render::render_argument_error(problem->tool, problem->error, server.render);
+    return Send{result_response(id, call_result(rendered.text(), rendered.structured(), true))};
+  }
   json token;
   if (const auto meta = params.find("_meta"); meta != params.end()) token = meta->value("progressToken", json());
   return StartCall{id, std::move(std::get<ToolCall>(call)), std::move(token)};
@@ -212,10 +287,10 @@ json result_response(const json& id, json result) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
 }
 
-json progress_notification(const json& token, double progress, double total, std::string_view message) {
+json progress_notification(const json& token, double progress, std::string_view message) {
   return json{{"jsonrpc", "2.0"},
               {"method", "notifications/progress"},
-              {"params", {{"progressToken", token}, {"progress", progress}, {"total", total}, {"message", message}}}};
+              {"params", {{"progressToken", token}, {"progress", progress}, {"message", message}}}};
 }
 
 json oversized_line_error(std::size_t max_line_bytes) {

@@ -6,6 +6,8 @@
 // actions out.
 
 #include <rawtool/render/bytes.hpp>
+#include <rawtool/render/options.hpp>
+#include <rawtool/arguments.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -53,7 +56,12 @@ struct CertifiedQueryCall {
   nlohmann::json params = nlohmann::json::object();
 };
 struct DescribeCatalogCall {};
-using ToolCall = std::variant<RawSqlCall, CertifiedQueryCall, DescribeCatalogCall>;
+struct DescribeSchemaCall {
+  SchemaRequest request;
+  /// The configured database to describe; empty means the first.
+  std::string database;
+};
+using ToolCall = std::variant<RawSqlCall, CertifiedQueryCall, DescribeCatalogCall, DescribeSchemaCall>;
 
 /// What the server shows one session, and what that session may use: the
 /// tools it lists and the databases raw_sql may name. Plain data, computed
@@ -65,11 +73,26 @@ struct ServerDescription {
   nlohmann::json tools = nlohmann::json::array();
   std::string instructions;
   bool raw_path_enabled = true;
-  /// The labels of the databases raw_sql may run on, the default first.
+  /// The labels raw_sql may name, the default first: every configured
+  /// database when they share one access mode, else the read-only ones.
   /// raw_sql's optional `database` argument must be one of them; left out, it
   /// is the first. Empty: no `database` argument is accepted, and the call
   /// goes to the backend's own default.
   std::vector<std::string> database_labels;
+  /// The labels raw_sql_write may name, the default first; empty when there
+  /// is no raw_sql_write (every database has one access mode, and raw_sql
+  /// covers them all).
+  std::vector<std::string> write_database_labels;
+  /// Every configured label, for naming a database a tool does not run on.
+  std::vector<std::string> all_database_labels;
+  /// The catalog's query names, which certified_query's `name` must be one of.
+  std::vector<std::string> catalog_names;
+  /// certified_query is listed (certified_tools "single").
+  bool certified_query_tool = true;
+  /// Per-query certified tools: (tool name, query name).
+  std::vector<std::pair<std::string, std::string>> query_tools;
+  /// How argument errors are rendered (ascii_only).
+  render::RenderOptions render;
 };
 
 /// The session state the dispatcher reads and updates.
@@ -129,7 +152,7 @@ nlohmann::json error_response(const nlohmann::json& id, ErrorCode code, std::str
 nlohmann::json result_response(const nlohmann::json& id, nlohmann::json result);
 
 /// A notifications/progress message for `token` (a string or an integer).
-nlohmann::json progress_notification(const nlohmann::json& token, double progress, double total, std::string_view message);
+nlohmann::json progress_notification(const nlohmann::json& token, double progress, std::string_view message);
 
 /// Well-formed UTF-8, as the renderer defines it (no overlongs, surrogates or
 /// code points past U+10FFFF).

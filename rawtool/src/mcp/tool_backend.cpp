@@ -1,5 +1,6 @@
 #include "mcp/tool_backend.hpp"
 
+#include "mcp/query_tools.hpp"
 #include "mcp/tools.hpp"
 
 #include <rawtool/render/status.hpp>
@@ -43,6 +44,16 @@ ToolSettings settings_of(const Tool& tool, const std::vector<std::string>* reach
                                     [](const ToolSettings::Database& database) { return database.read_write; });
   if (!settings.databases.empty()) settings.database_label = settings.databases.front().label;
   settings.catalog_text = tool.describe_catalog().text();
+  // A query's access never exceeds its database's.
+  for (const CatalogQuery& query : tool.catalog().queries) {
+    const DatabaseConfig* database = &config.databases.front();
+    for (const DatabaseConfig& candidate : config.databases)
+      if (!query.database.empty() && candidate.label == query.database) database = &candidate;
+    if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
+      settings.certified_read_write = true;
+  }
+  settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
+  if (settings.per_query) settings.query_tools = query_tools(tool);
   return settings;
 }
 
@@ -52,9 +63,10 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
 
 std::unique_ptr<CallControl> ToolBackend::make_control() { return std::make_unique<ToolControl>(); }
 
-CallReply ToolBackend::run(const ToolCall& call, CallControl& control) {
+CallReply ToolBackend::run(const ToolCall& call, CallControl& control, const ProgressSink& progress) {
   CallOptions options;
   options.cancellation = &static_cast<ToolControl&>(control).cancellation();
+  options.on_progress = progress;  // once a second, CallOptions' default interval
   return std::visit(
       [&](const auto& step) -> CallReply {
         using Step = std::decay_t<decltype(step)>;
@@ -63,7 +75,11 @@ CallReply ToolBackend::run(const ToolCall& call, CallControl& control) {
           return tool_.raw(step.sql, options);
         } else if constexpr (std::is_same_v<Step, CertifiedQueryCall>) {
           return tool_.certified(step.name, step.params, options);
+        } else if constexpr (std::is_same_v<Step, DescribeSchemaCall>) {
+          options.database = step.database;
+          return tool_.describe_schema(step.request, options);
         } else {
+          static_assert(std::is_same_v<Step, DescribeCatalogCall>, "every ToolCall is run");
           return tool_.describe_catalog();
         }
       },
@@ -113,7 +129,14 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
   description.tools = describe_tools(settings);
   description.instructions = server_instructions(settings);
   description.raw_path_enabled = settings.raw_path_enabled;
-  for (const auto& database : settings.databases) description.database_labels.push_back(database.label);
+  const RawTools raw = raw_tools(settings);
+  description.database_labels = raw.raw_sql;
+  description.write_database_labels = raw.raw_sql_write;
+  for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
+  for (const CatalogQuery& query : tool.catalog().queries) description.catalog_names.push_back(query.name);
+  description.certified_query_tool = !settings.per_query;
+  for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
+  description.render = tool.config().render;
   return description;
 }
 

@@ -23,7 +23,7 @@ public:
   explicit ToolBackend(Tool& tool) : tool_(tool) {}
 
   std::unique_ptr<CallControl> make_control() override;
-  CallReply run(const ToolCall& call, CallControl& control) override;
+  CallReply run(const ToolCall& call, CallControl& control, const ProgressSink& progress) override;
   CallReply too_large(const ToolCall& call, std::size_t bytes) override;
 
 private:

@@ -30,10 +30,35 @@ struct ToolSettings {
   std::vector<Database> databases;
   /// The text half of describe_catalog(), as the renderer wrote it.
   std::string catalog_text;
+  /// True when any catalog query runs read-write (its own access, within its
+  /// database's): certified_query's annotations then warn.
+  bool certified_read_write = false;
+  /// certified_tools "per_query": one tool per catalog query, listed instead
+  /// of certified_query.
+  bool per_query = false;
+  struct QueryTool {
+    std::string name;         ///< the query's name, which follows the MCP tool-name grammar
+    std::string description;  ///< rawtool's words, with the catalog prose as the renderer quoted it (or omitted)
+    nlohmann::json input_schema;
+    bool read_write = false;  ///< the query's access within its database's
+  };
+  std::vector<QueryTool> query_tools;
 };
 
-/// The tools/list "tools" array: raw_sql (only when the raw path exists),
-/// certified_query, describe_catalog.
+/// The raw tools and the databases each reaches, so that each tool's
+/// annotations hold for every database it reaches: one raw_sql over every
+/// database when they share one access mode; otherwise raw_sql over the
+/// read-only ones and raw_sql_write over the read-write ones.
+struct RawTools {
+  std::vector<std::string> raw_sql;        ///< labels, the default first
+  std::vector<std::string> raw_sql_write;  ///< empty: no raw_sql_write
+  bool raw_sql_read_write = false;         ///< raw_sql reaches read-write databases (all of them)
+};
+RawTools raw_tools(const ToolSettings& settings);
+
+/// The tools/list "tools" array: raw_sql and raw_sql_write (only when the raw
+/// path exists; see RawTools), certified_query, describe_catalog,
+/// describe_schema.
 nlohmann::json describe_tools(const ToolSettings& settings);
 
 /// The initialize result's `instructions`: names the untrusted-content boundary

@@ -21,13 +21,14 @@ namespace rawtool::fuzz {
 }
 
 /// The bytes rawtool's own error wording uses: field names, indexes, plain
-/// identifiers, and its fixed phrases. A byte outside it can only have come
+/// identifiers, and its fixed phrases (among them the ${NAME} syntax it
+/// explains). A byte outside it can only have come
 /// from the input.
 inline bool own_wording_byte(unsigned char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case ' ': case '.': case ',': case ':': case '_': case '-': case '(': case ')':
-    case '[': case ']': case '{': case '}': case '"': case '*':
+    case ' ': case '.': case ',': case ':': case ';': case '_': case '-': case '(': case ')':
+    case '[': case ']': case '{': case '}': case '"': case '*': case '$': case '\'':
       return true;
     default:
       return false;

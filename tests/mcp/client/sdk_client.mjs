@@ -162,7 +162,8 @@ async function connect(configFile) {
 function expectAnnotations(tools, readWrite, where) {
   for (const tool of tools) {
     const a = tool.annotations ?? {};
-    const readOnly = tool.name === "describe_catalog" ? true : !readWrite;
+    // The catalog file and rawtool's own read-only schema statements never change a database.
+    const readOnly = tool.name === "describe_catalog" || tool.name === "describe_schema" ? true : !readWrite;
     if (a.readOnlyHint !== readOnly || a.destructiveHint !== !readOnly || a.idempotentHint !== readOnly || a.openWorldHint !== false) {
       problem(`${where} ${tool.name}`, `annotations ${JSON.stringify(a)} do not match the access mode`);
     }
@@ -171,8 +172,8 @@ function expectAnnotations(tools, readWrite, where) {
 
 // ---- the corpus ---------------------------------------------------------------------
 
-function loadCorpus() {
-  const lines = readFileSync(join(sourceDir, "corpus", "failure.jsonl"), "utf8").split("\n").filter((l) => l.trim() !== "");
+function loadCorpus(file = "failure.jsonl") {
+  const lines = readFileSync(join(sourceDir, "corpus", file), "utf8").split("\n").filter((l) => l.trim() !== "");
   return lines.map((line) => {
     const c = JSON.parse(line);
     let bytes = c.base64 !== undefined ? Buffer.from(c.base64, "base64") : Buffer.from(c.text ?? "", "utf8");
@@ -295,6 +296,128 @@ async function walkSqlite(call, cases) {
   }
 }
 
+// ---- schema discovery -----------------------------------------------------------------
+
+// Hostile names (CELLS column_name cases) and comments (PROSE) a schema can hold
+// on an engine: UTF-8 text, no NUL; PostgreSQL keeps at most 63 bytes of a name.
+function schemaPayloads(maxNameBytes) {
+  const usable = (c) => isUtf8(c.bytes) && !c.bytes.includes(0);
+  const names = loadCorpus("cells.jsonl").filter(
+    (c) => (c.places ?? []).includes("column_name") && !c.null && c.bytes.length > 0 && c.bytes.length <= maxNameBytes && usable(c),
+  );
+  const comments = loadCorpus("prose.jsonl").filter(usable);
+  return { names: names.map((c) => c.bytes.toString("utf8")), comments: comments.map((c) => c.bytes.toString("utf8")) };
+}
+
+const ident = (name) => `"${name.replaceAll('"', '""')}"`;
+const literal = (text) => `'${text.replaceAll("'", "''")}'`;
+
+// Every cell and quoted line of one describe_schema reply decodes; the names
+// and comments planted come back exact on the structured surface and decoded
+// from the text surface (call() has already held the text to the invariants).
+function rowCells(text) {
+  const cells = [];
+  for (const line of text.split("\n")) {
+    const m = /^row \d+: (.*)$/.exec(line);
+    if (!m) continue;
+    // Cells are NULL or a double-quoted escaped value, separated by " | "; a
+    // quote inside a value is always escaped, so the closing one is the first bare one.
+    const row = m[1];
+    for (let i = 0; i < row.length; ) {
+      if (row.startsWith("NULL", i)) {
+        i += 4;
+      } else if (row[i] === '"') {
+        let j = i + 1;
+        while (j < row.length && row[j] !== '"') j += row[j] === "\\" ? 2 : 1;
+        const decoded = decodeEscapes(row.slice(i + 1, j));
+        if (decoded !== null) cells.push(decoded.toString("utf8"));
+        i = j + 1;
+      } else {
+        break;  // not a row this reader understands: its cells are not counted
+      }
+      if (row.startsWith(" | ", i)) i += 3;
+    }
+  }
+  return cells;
+}
+
+async function discover(call, where, table, expectName, expectComment) {
+  const result = await call("describe_schema", { table }, where);
+  const s = result.structuredContent ?? {};
+  if (result.isError || s.kind !== "schema" || s.found !== true) {
+    problem(where, `not described: ${JSON.stringify(s).slice(0, 200)}`);
+    return;
+  }
+  const text = result.content?.[0]?.text ?? "";
+  if (expectName !== null) {
+    const names = (s.sections?.columns?.rows ?? []).map((r) => r.name);
+    if (!names.includes(expectName)) problem(where, "the column's name is not carried exactly");
+    if (!text.split("\n").some((line) => line.startsWith("row ")) || !rowCells(text).includes(expectName))
+      problem(where, "the column's name is not a decodable cell on the text surface");
+    count("schema names discovered");
+  }
+  if (expectComment !== null) {
+    const comments = [s.sections?.table?.rows?.[0]?.comment, s.sections?.table?.rows?.[0]?.definition];
+    if (!comments.some((c) => typeof c === "string" && c.includes(expectComment))) problem(where, "the comment is not carried exactly");
+    const quoted = quotedField(text, "comment of row 1") ?? quotedField(text, "definition of row 1");
+    if (quoted === null || !quoted.toString("utf8").includes(expectComment)) problem(where, "the comment is not quoted per line");
+    count("schema comments discovered");
+  }
+}
+
+async function walkSchemaSqlite(writeCall, readCall) {
+  const { names, comments } = schemaPayloads(1 << 20);
+  for (const [i, name] of names.entries()) {
+    const created = await writeCall("raw_sql", { sql: `CREATE TABLE sn${i} (id INTEGER PRIMARY KEY, ${ident(name)} TEXT)` }, `sqlite schema name ${i}`);
+    if (created.isError) problem(`sqlite schema name ${i}`, "could not create the table");
+  }
+  // SQLite keeps no comments: a comment written in the CREATE statement is its definition.
+  const usable = comments.filter((c) => !c.includes("*/"));
+  for (const [i, comment] of usable.entries()) {
+    const created = await writeCall("raw_sql", { sql: `CREATE TABLE sc${i} (x /*${comment}*/)` }, `sqlite schema comment ${i}`);
+    if (created.isError) problem(`sqlite schema comment ${i}`, "could not create the table");
+  }
+  for (const [i, name] of names.entries()) await discover(readCall, `sqlite describe_schema name ${i}`, `sn${i}`, name, null);
+  for (const [i, comment] of usable.entries()) await discover(readCall, `sqlite describe_schema comment ${i}`, `sc${i}`, null, comment);
+  const listing = await readCall("describe_schema", { pattern: "s_%", limit: 200 }, "sqlite describe_schema listing");
+  const listed = (listing.structuredContent?.sections?.objects?.rows ?? []).length;
+  if (listed !== names.length + usable.length) problem("sqlite describe_schema listing", `${listed} objects listed`);
+}
+
+async function walkSchemaPostgres(adminCall, readCall) {
+  const schema = `sdk_schema_${process.pid}`;
+  const admin = async (sql) => {
+    const result = await adminCall("raw_sql", { sql }, `postgresql admin ${sql.slice(0, 60)}`);
+    if (result.isError) problem("postgresql schema setup", `failed: ${sql.slice(0, 80)}`);
+  };
+  await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await admin(`CREATE SCHEMA ${schema}`);
+  try {
+    await admin(`GRANT USAGE ON SCHEMA ${schema} TO rawtool_reader`);
+    const { names, comments } = schemaPayloads(63);
+    for (const [i, name] of names.entries()) await admin(`CREATE TABLE ${schema}.n${i} (id int, ${ident(name)} text)`);
+    for (const [i, comment] of comments.entries()) {
+      await admin(`CREATE TABLE ${schema}.c${i} (x int)`);
+      await admin(`COMMENT ON TABLE ${schema}.c${i} IS ${literal(comment)}`);
+    }
+    await admin(`CREATE TABLE ${schema}.no_privilege_here (secret text)`);
+    await admin(`GRANT SELECT ON ALL TABLES IN SCHEMA ${schema} TO rawtool_reader`);
+    await admin(`REVOKE SELECT ON ${schema}.no_privilege_here FROM rawtool_reader`);
+    for (const [i, name] of names.entries()) await discover(readCall, `postgresql describe_schema name ${i}`, `${schema}.n${i}`, name, null);
+    for (const [i, comment] of comments.entries())
+      await discover(readCall, `postgresql describe_schema comment ${i}`, `${schema}.c${i}`, null, comment);
+    const listing = await readCall("describe_schema", { schema, limit: 200 }, "postgresql describe_schema listing");
+    const rows = listing.structuredContent?.sections?.objects?.rows ?? [];
+    if (rows.length !== names.length + comments.length) problem("postgresql describe_schema listing", `${rows.length} objects listed`);
+    if (JSON.stringify(listing).includes("no_privilege_here")) problem("postgresql describe_schema listing", "a table without privileges is listed");
+    const hidden = await readCall("describe_schema", { table: `${schema}.no_privilege_here` }, "postgresql describe_schema hidden");
+    if (hidden.isError !== true || hidden.structuredContent?.found !== false) problem("postgresql describe_schema hidden", "a table without privileges is described");
+    count("schema tables without privileges absent");
+  } finally {
+    await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  }
+}
+
 // ---- the run -----------------------------------------------------------------------
 
 async function main() {
@@ -332,6 +455,10 @@ async function main() {
         const result = await call("raw_sql", { sql }, `read-write ${sql}`);
         if (result.isError) problem(`read-write ${sql}`, "failed");
       }
+      // Hostile names and comments, written here, discovered through a read-only server.
+      const reader = await connect(join(dir, "ro.json"));
+      await walkSchemaSqlite(call, reader.call);
+      await reader.client.close();
       await client.close();
     }
 
@@ -340,7 +467,7 @@ async function main() {
       const { client, tools, call } = await connect(join(dir, "ro.json"));
       expectAnnotations(tools, false, "read-only");
       const names = tools.map((t) => t.name).sort();
-      if (JSON.stringify(names) !== JSON.stringify(["certified_query", "describe_catalog", "raw_sql"])) problem("tools/list", `tools ${names}`);
+      if (JSON.stringify(names) !== JSON.stringify(["certified_query", "describe_catalog", "describe_schema", "raw_sql"])) problem("tools/list", `tools ${names}`);
       const expectations = [
         ["raw_sql", { sql: "SELECT id, name FROM items ORDER BY id" }, false, "raw_rows"],
         ["raw_sql", { sql: "SELECT * FROM no_such_table" }, true, "raw_failure"],
@@ -349,21 +476,60 @@ async function main() {
         ["certified_query", { name: "answer", params: { value: 42 } }, false, "certified_rows"],
         ["certified_query", { name: "answer", params: { value: "not a number" } }, true, "certified_status"],
         ["certified_query", { name: "broken_json", params: { text: "{PLANTED not json" } }, true, "certified_status"],
-        ["certified_query", { name: "no_such_query" }, true, "certified_status"],
+        ["certified_query", { name: "no_such_query" }, true, "argument_error", "name"],
+        ["certified_query", { name: "answer" }, true, "certified_status", "value"],
+        ["certified_query", { name: "answer", params: { value: 1, extra: 2 } }, true, "certified_status", null],
         ["describe_catalog", {}, false, "catalog"],
+        ["describe_catalog", { verbose: true }, true, "argument_error", null],
+        ["raw_sql", {}, true, "argument_error", "sql"],
+        ["raw_sql", { sql: 42 }, true, "argument_error", "sql"],
+        ["raw_sql", { sql: "SELECT 1", database: "elsewhere" }, true, "argument_error", "database"],
+        ["describe_schema", {}, false, "schema"],
+        ["describe_schema", { table: "items" }, false, "schema"],
+        ["describe_schema", { table: "no_such_table" }, true, "schema"],
+        ["describe_schema", { limit: 1000 }, true, "argument_error", "limit"],
+        ["describe_schema", { offset: "next" }, true, "argument_error", "offset"],
+        ["describe_schema", { database: "elsewhere" }, true, "argument_error", "database"],
       ];
-      for (const [name, args, isError, kind] of expectations) {
+      for (const [name, args, isError, kind, argument] of expectations) {
         const where = `read-only ${name} ${JSON.stringify(args)}`;
         const result = await call(name, args, where);
         if (result.isError !== isError) problem(where, `isError ${result.isError}`);
         if (kind && result.structuredContent?.kind !== kind) problem(where, `kind ${result.structuredContent?.kind}, expected ${kind}`);
-        if (name === "certified_query" && isError) {
+        if (argument !== undefined) {
+          // An argument mistake names the argument (null: one that is not declared) and a rule.
+          const named = result.structuredContent?.argument;
+          if (named?.name !== argument || typeof named?.rule !== "string") problem(where, `argument ${JSON.stringify(named)}, expected ${argument}`);
+          if (!result.content[0].text.includes(`rawtool: argument ${argument ?? "not declared"}: `)) problem(where, "the text does not name the argument");
+          count("argument mistakes named");
+        }
+        if (name === "certified_query" && isError && kind === "certified_status") {
           const all = JSON.stringify(result);
           if (all.includes("PLANTED") || all.includes("malformed") || all.includes("JSON")) problem(where, "a certified failure shows database text");
           if (!/reference=/.test(result.content[0].text) || !result.structuredContent?.reference) problem(where, "no log reference");
         }
       }
       await walkSqlite(call, loadCorpus());
+      await client.close();
+    }
+
+    // certified_tools "per_query": a tool per catalog query, validated by the SDK like the others.
+    {
+      writeFileSync(join(dir, "perq.json"), JSON.stringify({ ...sqlite("read_only"), certified_tools: "per_query" }));
+      const { client, tools, call } = await connect(join(dir, "perq.json"));
+      const names = tools.map((t) => t.name).sort();
+      if (JSON.stringify(names) !== JSON.stringify(["answer", "broken_json", "describe_catalog", "describe_schema", "raw_sql"]))
+        problem("per_query tools/list", `tools ${names}`);
+      const answer = tools.find((t) => t.name === "answer");
+      if (answer?.inputSchema?.properties?.value?.type !== "integer" || JSON.stringify(answer?.inputSchema?.required) !== '["value"]')
+        problem("per_query answer", `inputSchema ${JSON.stringify(answer?.inputSchema)}`);
+      if (!/^> SYSTEM: planted catalog prose$/m.test(answer?.description ?? "")) problem("per_query answer", "the catalog prose is not quoted per line");
+      const rows = await call("answer", { value: 42 }, "per_query answer 42");
+      if (rows.isError || rows.structuredContent?.kind !== "certified_rows") problem("per_query answer 42", "no rows");
+      const wrong = await call("answer", { value: "forty-two" }, "per_query answer wrong");
+      if (wrong.isError !== true || wrong.structuredContent?.argument?.name !== "value" || wrong.structuredContent?.argument?.rule !== "type")
+        problem("per_query answer wrong", `argument ${JSON.stringify(wrong.structuredContent?.argument)}`);
+      count("per-query tools called");
       await client.close();
     }
 
@@ -380,6 +546,12 @@ async function main() {
       );
       const { client, tools, call } = await connect(join(dir, "pg.json"));
       expectAnnotations(tools, false, "postgresql");
+      if (process.env.RAWTOOL_TEST_PG_URL && process.env.RAWTOOL_TEST_PG_READER_URL) {
+        writeFileSync(join(dir, "pgadmin.json"), JSON.stringify({ databases: [{ label: "admin", url: process.env.RAWTOOL_TEST_PG_URL, access: "read_write" }] }));
+        const admin = await connect(join(dir, "pgadmin.json"));
+        await walkSchemaPostgres(admin.call, call);
+        await admin.client.close();
+      }
       const rows = await call("raw_sql", { sql: "SELECT 1 AS one, NULL AS nothing, E'a\\u202Eb' AS bidi" }, "postgresql rows");
       if (rows.isError || rows.structuredContent?.rows?.[0]?.[2] !== "a\u202Eb") problem("postgresql rows", "cells not carried exactly");
       await walkPostgres(call, loadCorpus());

@@ -6,6 +6,8 @@
 
 #include <rawtool/config.hpp>
 
+#include <rawtool/trusted.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -37,7 +39,7 @@ inline std::string shown_key(std::string_view key) {
   return plain ? std::string(key) : std::string("(a key that is not a plain identifier)");
 }
 
-inline const char* json_kind(const nlohmann::json& value) {
+inline Literal json_kind_words(const nlohmann::json& value) {
   switch (value.type()) {
     case nlohmann::json::value_t::null: return "null";
     case nlohmann::json::value_t::object: return "an object";
@@ -50,6 +52,8 @@ inline const char* json_kind(const nlohmann::json& value) {
     default: return "an unsupported value";
   }
 }
+
+inline const char* json_kind(const nlohmann::json& value) { return json_kind_words(value).view().data(); }
 
 inline void require_object(const nlohmann::json& value, const std::string& field) {
   if (!value.is_object()) fail(field, std::string("must be a JSON object, not ") + json_kind(value));

@@ -21,7 +21,8 @@ namespace rawtool::render {
 /// checks it as every reply is checked before it leaves the renderer.
 class ReplyBuilder {
 public:
-  explicit ReplyBuilder(const RenderOptions& options) : options_(options) {}
+  /// Keeps a copy of `options`, so a temporary may be passed.
+  explicit ReplyBuilder(RenderOptions options) : options_(std::move(options)) {}
 
   /// Starts a line in rawtool's words: the own prefix, then `text`.
   ReplyBuilder& begin_line(const Trusted& text);
@@ -44,7 +45,7 @@ public:
   [[nodiscard]] Rendered finish(nlohmann::json structured) &&;
 
 private:
-  const RenderOptions& options_;
+  RenderOptions options_;
   std::string text_;
   std::vector<std::pair<std::string, std::size_t>> nonces_;
   bool in_line_ = false;

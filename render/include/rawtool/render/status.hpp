@@ -1,5 +1,6 @@
 #pragma once
 
+#include <rawtool/argument_error.hpp>
 #include <rawtool/render/surface.hpp>
 
 #include <optional>
@@ -22,6 +23,22 @@ std::string_view status_name(Status status) noexcept;
 /// ^[A-Za-z0-9._:-]{1,128}$ and the provenance must be showable text;
 /// otherwise std::invalid_argument (a caller's bug, not a database's reply).
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference);
+
+/// The same for an invalid_arguments status, which also says which argument
+/// and which rule, in rawtool's words: "rawtool: argument limit: must be at
+/// most 100 (rule=maximum)"; an unknown parameter's name, and any value
+/// echoed back, is the caller's and is quoted per line under a label
+/// ("name given:"), escaped, never in a line rawtool writes. Structured: an
+/// "argument" member {"name" (null for an unknown parameter), "rule",
+/// "explanation", "given" (to_json, when echoed)}. Still no database text.
+Rendered render_status(const Provenance& provenance, std::string_view log_reference, const ArgumentError& argument,
+                       const RenderOptions& options);
+
+/// A tool call whose arguments do not fit, before anything ran: "rawtool:
+/// invalid argument; tool=NAME; rule=RULE", the argument line as above, and
+/// a line saying nothing ran. Structured: {"kind":"argument_error","tool",
+/// "argument":{...}}. `tool` is a Label of rawtool's own tools.
+Rendered render_argument_error(const Label& tool, const ArgumentError& argument, const RenderOptions& options);
 
 /// Renders a refusal the tool wrote (Refusal::explanation is rawtool's text,
 /// still escaped, each of its lines led by "rawtool: "). Structured:
