@@ -208,6 +208,9 @@ public:
   /// The catalog: names, parameters, and descriptions as the catalog_prose
   /// setting says. Never an error.
   Reply describe_catalog() const;
+  /// The same, listing only the queries that run on `databases` (labels): what
+  /// a client that reaches only those databases is shown.
+  Reply describe_catalog(const std::vector<std::string>& databases) const;
 
   /// What the connected role can use in one database (options.database):
   /// without request.table, a page of its tables, views, materialized views
@@ -254,6 +257,7 @@ private:
   friend struct detail::ToolInternals;  // the MCP server writes its events to the same log
   struct Impl;
   explicit Tool(std::unique_ptr<Impl> impl);
+  Reply describe_catalog_of(const std::vector<std::string>* reach) const;  // null: every database
   std::unique_ptr<Impl> impl_;
 };
 

@@ -695,19 +695,30 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
                             render::to_log_json(unavailable.complaint));
 }
 
-Reply Tool::describe_catalog() const {
+Reply Tool::describe_catalog() const { return describe_catalog_of(nullptr); }
+
+Reply Tool::describe_catalog(const std::vector<std::string>& databases) const { return describe_catalog_of(&databases); }
+
+Reply Tool::describe_catalog_of(const std::vector<std::string>* reach) const {
   const Impl& m = *impl_;
   const render::RenderOptions& options = m.config.render;
   const bool omitted = options.catalog_prose == render::CatalogProse::omitted;
   render::ReplyBuilder reply(options);
   nlohmann::json queries = nlohmann::json::array();
 
-  const std::size_t count = m.catalog.queries.size();
+  // A client that reaches only some databases is shown only their queries.
+  std::vector<const CatalogQuery*> shown;
+  for (const CatalogQuery& q : m.catalog.queries) {
+    const std::string& label = m.find_database(q.database)->config.label;
+    if (reach == nullptr || std::find(reach->begin(), reach->end(), label) != reach->end()) shown.push_back(&q);
+  }
+  const std::size_t count = shown.size();
   reply.line(Trusted::format("catalog: {} pinned {}; catalog sha256 {}; descriptions {}", count,
                              count == 1 ? Literal("query") : Literal("queries"),
                              m.catalog.sha256.empty() ? Label("none") : Label::checked(m.catalog.sha256),
                              omitted ? Literal("omitted") : Literal("quoted as untrusted text")));
-  for (const CatalogQuery& q : m.catalog.queries) {
+  for (const CatalogQuery* shown_query : shown) {
+    const CatalogQuery& q = *shown_query;
     const Database* db = m.find_database(q.database);
     AccessMode mode = q.access.value_or(db->config.access);
     if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;

@@ -174,12 +174,22 @@ ToolCallOrProblem read_tool_call(const json& params, const ServerDescription& se
   if (tool == "describe_catalog") {
     const Label self("describe_catalog");
     if (auto problem = check_members(arguments, {}, self)) return ToolArgumentError{self, std::move(*problem)};
-    return ToolCall{DescribeCatalogCall{}};
+    return ToolCall{DescribeCatalogCall{server.all_database_labels}};
   }
   if (tool == "describe_schema") {
     auto read = schema_arguments_from_json(arguments);
     if (auto* problem = std::get_if<ArgumentError>(&read)) return ToolArgumentError{Label("describe_schema"), std::move(*problem)};
     auto& schema = std::get<SchemaArguments>(read);
+    const auto& labels = server.all_database_labels;
+    if (schema.database.empty() && !labels.empty()) {
+      schema.database = labels.front();
+    } else if (!schema.database.empty() && std::find(labels.begin(), labels.end(), schema.database) == labels.end()) {
+      // A database the session does not reach reads as one not configured; the caller's text is not echoed back.
+      return ToolArgumentError{Label("describe_schema"),
+                               argument_error(Label("database"), ArgumentRule::unknown_database,
+                                              Trusted::format("names no configured database; describe_schema runs on {}",
+                                                              label_list(labels)))};
+    }
     return ToolCall{DescribeSchemaCall{std::move(schema.request), std::move(schema.database)}};
   }
   // The name is the caller's text; it is not echoed back.

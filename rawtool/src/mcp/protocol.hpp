@@ -55,7 +55,10 @@ struct CertifiedQueryCall {
   std::string name;
   nlohmann::json params = nlohmann::json::object();
 };
-struct DescribeCatalogCall {};
+struct DescribeCatalogCall {
+  /// The labels of the databases whose queries the session is shown.
+  std::vector<std::string> databases;
+};
 struct DescribeSchemaCall {
   SchemaRequest request;
   /// The configured database to describe; empty means the first.
@@ -83,9 +86,13 @@ struct ServerDescription {
   /// is no raw_sql_write (every database has one access mode, and raw_sql
   /// covers them all).
   std::vector<std::string> write_database_labels;
-  /// Every configured label, for naming a database a tool does not run on.
+  /// Every label the session reaches (every configured one, unless its
+  /// client is limited to some), the first the default: describe_schema's
+  /// `database` must be one of them, and raw_sql names one of them when it
+  /// names a database it does not run on.
   std::vector<std::string> all_database_labels;
-  /// The catalog's query names, which certified_query's `name` must be one of.
+  /// The names of the catalog's queries on those databases, which
+  /// certified_query's `name` must be one of.
   std::vector<std::string> catalog_names;
   /// certified_query is listed (certified_tools "single").
   bool certified_query_tool = true;

@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
 #include <variant>
+#include <vector>
 
 namespace rawtool::mcp::detail {
 
@@ -58,13 +61,18 @@ json parameter_schema(const ParameterSpec& spec) {
 
 }  // namespace
 
-std::vector<ToolSettings::QueryTool> query_tools(const Tool& tool) {
+const DatabaseConfig& database_of(const Config& config, const CatalogQuery& query) {
+  for (const DatabaseConfig& candidate : config.databases)
+    if (!query.database.empty() && candidate.label == query.database) return candidate;
+  return config.databases.front();
+}
+
+std::vector<ToolSettings::QueryTool> query_tools(const Tool& tool, const std::vector<std::string>& databases) {
   const Config& config = tool.config();
   std::vector<ToolSettings::QueryTool> tools;
   for (const CatalogQuery& query : tool.catalog().queries) {
-    const DatabaseConfig* database = &config.databases.front();
-    for (const DatabaseConfig& candidate : config.databases)
-      if (!query.database.empty() && candidate.label == query.database) database = &candidate;
+    const DatabaseConfig* database = &database_of(config, query);
+    if (std::find(databases.begin(), databases.end(), database->label) == databases.end()) continue;
     ToolSettings::QueryTool out;
     out.name = query.name;
     out.read_write = database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write;

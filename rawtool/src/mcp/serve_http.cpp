@@ -7,31 +7,9 @@
 
 #include "lib/detail/log.hpp"
 
-#include <algorithm>
 #include <string>
 
 namespace rawtool::mcp {
-
-namespace {
-
-// Certified queries are not scoped per token yet: a token limited to some
-// databases may not be served beside catalog queries on the others.
-void require_catalog_within_reach(const Tool& tool) {
-  const auto& config = tool.config();
-  const auto& tokens = config.http.tokens;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    for (const CatalogQuery& query : tool.catalog().queries) {
-      const std::string& label = query.database.empty() ? config.databases.front().label : query.database;
-      if (std::find(tokens[i].databases.begin(), tokens[i].databases.end(), label) == tokens[i].databases.end()) {
-        throw ConfigError("http.tokens[" + std::to_string(i) + "].databases",
-                          "leaves out a database the catalog has queries on; certified queries are not yet limited "
-                          "per token, so such a token cannot be served");
-      }
-    }
-  }
-}
-
-}  // namespace
 
 int serve_http(Tool& tool, std::string_view listen) {
   const auto& config = tool.config();
@@ -46,7 +24,6 @@ int serve_http(Tool& tool, std::string_view listen) {
     throw ConfigError("http.tokens", "none are configured, and the address is not loopback: anyone who reaches it "
                                      "could run statements; configure tokens, or set http.allow_unauthenticated");
   }
-  require_catalog_within_reach(tool);
   for (const HttpToken& token : config.http.tokens) {
     server.clients.push_back({token.name, token.sha256, detail::describe_server(tool, token.databases)});
   }

@@ -29,31 +29,37 @@ private:
   Cancellation cancellation_;
 };
 
+bool reaches(const std::vector<std::string>* reach, const std::string& label) {
+  return reach == nullptr || std::find(reach->begin(), reach->end(), label) != reach->end();
+}
+
 // The settings a session is shown: only the databases in `reach` (every
-// database when it is null), the first of them its default.
+// database when it is null), the first of them its default, and only the
+// catalog queries on them.
 ToolSettings settings_of(const Tool& tool, const std::vector<std::string>* reach) {
   ToolSettings settings;
   const auto& config = tool.config();
   settings.raw_path_enabled = tool.raw_path_enabled();
   for (const DatabaseConfig& database : config.databases) {
-    if (reach != nullptr && std::find(reach->begin(), reach->end(), database.label) == reach->end()) continue;
+    if (!reaches(reach, database.label)) continue;
     settings.databases.push_back({database.label, database.kind == TargetKind::postgresql ? "postgresql" : "sqlite",
                                   database.access == AccessMode::read_write});
   }
   settings.read_write = std::any_of(settings.databases.begin(), settings.databases.end(),
                                     [](const ToolSettings::Database& database) { return database.read_write; });
   if (!settings.databases.empty()) settings.database_label = settings.databases.front().label;
-  settings.catalog_text = tool.describe_catalog().text();
+  std::vector<std::string> labels;
+  for (const auto& database : settings.databases) labels.push_back(database.label);
+  settings.catalog_text = tool.describe_catalog(labels).text();
   // A query's access never exceeds its database's.
   for (const CatalogQuery& query : tool.catalog().queries) {
-    const DatabaseConfig* database = &config.databases.front();
-    for (const DatabaseConfig& candidate : config.databases)
-      if (!query.database.empty() && candidate.label == query.database) database = &candidate;
+    const DatabaseConfig* database = &database_of(config, query);
+    if (!reaches(reach, database->label)) continue;
     if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
       settings.certified_read_write = true;
   }
   settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
-  if (settings.per_query) settings.query_tools = query_tools(tool);
+  if (settings.per_query) settings.query_tools = query_tools(tool, labels);
   return settings;
 }
 
@@ -80,7 +86,7 @@ CallReply ToolBackend::run(const ToolCall& call, CallControl& control, const Pro
           return tool_.describe_schema(step.request, options);
         } else {
           static_assert(std::is_same_v<Step, DescribeCatalogCall>, "every ToolCall is run");
-          return tool_.describe_catalog();
+          return tool_.describe_catalog(step.databases);
         }
       },
       call);
@@ -133,7 +139,8 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
   description.database_labels = raw.raw_sql;
   description.write_database_labels = raw.raw_sql_write;
   for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
-  for (const CatalogQuery& query : tool.catalog().queries) description.catalog_names.push_back(query.name);
+  for (const CatalogQuery& query : tool.catalog().queries)
+    if (reaches(databases, database_of(tool.config(), query).label)) description.catalog_names.push_back(query.name);
   description.certified_query_tool = !settings.per_query;
   for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
   description.render = tool.config().render;

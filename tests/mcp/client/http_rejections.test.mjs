@@ -436,3 +436,76 @@ describe("limits per token", () => {
     assert.equal(after.result?.isError, false, "the token's call slot is free again once its call is answered");
   });
 });
+
+describe("certified queries per token", () => {
+  // Two queries on each database; bob reaches only scratch.
+  const catalog = {
+    queries: [
+      { name: "main_answer", database: "main", description: "On main.", sql: "SELECT 'main' AS answer" },
+      { name: "main_echo", database: "main", description: "On main too.", sql: "SELECT ?1 AS echoed", parameters: [{ name: "text", type: "text" }] },
+      { name: "scratch_answer", database: "scratch", description: "On scratch.", sql: "SELECT 'scratch' AS answer" },
+    ],
+  };
+  for (const mode of ["single", "per_query"]) {
+    test(`certified_tools ${mode}: a token is shown and runs only the queries on its databases`, async () => {
+      const own = await startHttpServer(binary, { ...structuredClone(config), catalog: "catalog.json", certified_tools: mode }, {
+        files: { "catalog.json": catalog },
+      });
+      assert.ok(own.url, `the server must start with a catalog beyond a token's reach: ${own.stderr?.()}`);
+      try {
+        const request = (token, session, body) =>
+          fetch(own.url, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              accept: "application/json, text/event-stream",
+              authorization: `Bearer ${token}`,
+              ...(session ? sessionHeaders(session) : {}),
+            },
+            body: JSON.stringify(body),
+          }).then((response) => response.json().then((json) => ({ response, json })));
+        const open = async (token) => (await request(token, null, initialize)).response.headers.get("mcp-session-id");
+        const tool = (token, session, id, name, args) =>
+          request(token, session, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } }).then((r) => r.json);
+
+        const bob = await open(bobToken);
+        const alice = await open(aliceToken);
+        const bobInit = JSON.stringify((await request(bobToken, null, initialize)).json);
+        assert.equal(bobInit.includes("main_answer") || bobInit.includes("main_echo"), false, "instructions name a query beyond reach");
+        const bobTools = (await request(bobToken, bob, { jsonrpc: "2.0", id: 2, method: "tools/list" })).json.result.tools;
+        const aliceTools = (await request(aliceToken, alice, { jsonrpc: "2.0", id: 2, method: "tools/list" })).json.result.tools;
+        assert.equal(JSON.stringify(bobTools).includes("main_"), false, "bob's tools name a query on main");
+        assert.ok(JSON.stringify(bobTools).includes("scratch_answer"));
+        assert.ok(JSON.stringify(aliceTools).includes("main_echo"), "alice reaches every database and is shown every query");
+
+        const listing = await tool(bobToken, bob, 3, "describe_catalog", {});
+        assert.equal(listing.result.isError, false);
+        assert.deepEqual(listing.result.structuredContent.queries.map((q) => q.name), ["scratch_answer"]);
+        assert.equal(listing.result.content[0].text.includes("main_"), false);
+        const aliceListing = await tool(aliceToken, alice, 3, "describe_catalog", {});
+        assert.deepEqual(aliceListing.result.structuredContent.queries.map((q) => q.name), ["main_answer", "main_echo", "scratch_answer"]);
+
+        const run = (token, session, id, name) =>
+          mode === "single" ? tool(token, session, id, "certified_query", { name }) : tool(token, session, id, name, {});
+        const reached = await run(bobToken, bob, 4, "scratch_answer");
+        assert.equal(reached.result?.isError, false);
+        assert.deepEqual(reached.result.structuredContent.rows, [["scratch"]]);
+        const beyond = await run(bobToken, bob, 5, "main_answer");
+        assert.ok(beyond.error || beyond.result?.isError, "a query on a database beyond reach must be refused");
+        assert.equal(JSON.stringify(beyond).includes('"main"'), false, "the refusal shows main's rows or label");
+        const aliceRun = await run(aliceToken, alice, 5, "main_answer");
+        assert.deepEqual(aliceRun.result.structuredContent.rows, [["main"]]);
+
+        // describe_schema takes a database argument too: bob's is scratch, and main is not his to describe.
+        const schema = await tool(bobToken, bob, 6, "describe_schema", {});
+        assert.equal(schema.result.isError, false);
+        assert.equal(schema.result.structuredContent.certified_provenance.database, "scratch");
+        const schemaBeyond = await tool(bobToken, bob, 7, "describe_schema", { database: "main" });
+        assert.equal(schemaBeyond.result?.isError, true, "describe_schema on a database beyond reach must be refused");
+        assert.equal(JSON.stringify(schemaBeyond.result.structuredContent).includes('"main"'), false);
+      } finally {
+        assert.equal(await own.stop(), 0);
+      }
+    });
+  }
+});

@@ -20,12 +20,14 @@ export function argument(name) {
 
 /// Runs the binary with `config` (an object, written to a file) and `listen`;
 /// resolves once it serves, with { url, log(), stop() }. stop() sends SIGTERM
-/// and resolves with the exit code.
-export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", extraArgs = [] } = {}) {
+/// and resolves with the exit code. `files` ({name: object}) are written as
+/// JSON beside the configuration (a catalog the configuration names).
+export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", extraArgs = [], files = {} } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "rawtool-http-"));
   const configFile = join(dir, "config.json");
   const logFile = join(dir, "operator.log");
   writeFileSync(configFile, JSON.stringify(config));
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), JSON.stringify(content));
   const child = spawn(binary, ["mcp", "--http", listen, "--config", configFile, "--log", logFile, ...extraArgs], {
     stdio: ["ignore", "pipe", "pipe"],
   });
