@@ -556,6 +556,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(defaults.max_sessions_per_token == 0);
   CHECK(defaults.max_calls_per_token == 0);
   CHECK(defaults.session_idle_seconds == 3600);
+  CHECK(defaults.request_timeout_seconds == 30);
+  CHECK(defaults.idle_timeout_seconds == 60);
+  CHECK(defaults.shutdown_grace_seconds == 5);
+  CHECK(defaults.sessions);
 
   // Databases are kept in configuration order, whatever order the token lists
   // them in, so its default is the first configured one it reaches.
@@ -564,7 +568,8 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
                                           std::string(64, 'b') + R"(", "databases": ["b"]}, {"name": "all", "sha256": ")" +
                                           std::string(64, 'c') + R"("}],
       "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true,
-      "max_sessions": 10, "max_sessions_per_token": 3, "max_calls_per_token": 2, "session_idle_seconds": 60})");
+      "max_sessions": 10, "max_sessions_per_token": 3, "max_calls_per_token": 2, "session_idle_seconds": 60,
+      "request_timeout_seconds": 5, "idle_timeout_seconds": 7, "shutdown_grace_seconds": 0, "sessions": false})");
   REQUIRE(set.tokens.size() == 3);
   CHECK(set.tokens[0].name == "ci");
   CHECK(set.tokens[0].sha256 == digest);  // upper-case hex is read as lower-case
@@ -578,6 +583,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(set.max_sessions_per_token == 3);
   CHECK(set.max_calls_per_token == 2);
   CHECK(set.session_idle_seconds == 60);
+  CHECK(set.request_timeout_seconds == 5);
+  CHECK(set.idle_timeout_seconds == 7);
+  CHECK(set.shutdown_grace_seconds == 0);
+  CHECK_FALSE(set.sessions);
 
   const std::pair<std::string, std::string> errors[] = {
       {R"([])", "http"},
@@ -602,6 +611,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       {R"({"max_sessions_per_token": 100001})", "http.max_sessions_per_token"},
       {R"({"max_calls_per_token": 1025})", "http.max_calls_per_token"},
       {R"({"session_idle_seconds": 0.5})", "http.session_idle_seconds"},
+      {R"({"request_timeout_seconds": 0})", "http.request_timeout_seconds"},
+      {R"({"idle_timeout_seconds": 86401})", "http.idle_timeout_seconds"},
+      {R"({"shutdown_grace_seconds": -1})", "http.shutdown_grace_seconds"},
+      {R"({"sessions": "off"})", "http.sessions"},
   };
   for (const auto& [http, field] : errors) {
     INFO(http);

@@ -167,6 +167,15 @@ struct HttpConfig {
   /// 0: no limit per token.
   std::size_t max_calls_per_token = 0;
   std::size_t session_idle_seconds = 3600;
+  /// A request's headers and body must arrive within this long of its first
+  /// byte, and a response must be taken by the client within it.
+  std::size_t request_timeout_seconds = 30;
+  /// A connection with no request for this long is closed.
+  std::size_t idle_timeout_seconds = 60;
+  /// On SIGTERM or SIGINT: how long calls in flight may still finish.
+  std::size_t shutdown_grace_seconds = 5;
+  /// False: stateless, no Mcp-Session-Id; every request stands alone.
+  bool sessions = true;
 };
 
 struct Config {

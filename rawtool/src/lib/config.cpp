@@ -380,7 +380,8 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   detail::require_object(value, "http");
   detail::reject_unknown_keys(value,
                               {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated", "max_sessions",
-                               "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds"},
+                               "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds",
+                               "request_timeout_seconds", "idle_timeout_seconds", "shutdown_grace_seconds", "sessions"},
                               "http");
   HttpConfig http;
   if (const auto tokens = value.find("tokens"); tokens != value.end()) {
@@ -421,6 +422,14 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   count("max_sessions_per_token", 100000, http.max_sessions_per_token);
   count("max_calls_per_token", 1024, http.max_calls_per_token);
   count("session_idle_seconds", 604800, http.session_idle_seconds);
+  count("request_timeout_seconds", 3600, http.request_timeout_seconds);
+  count("idle_timeout_seconds", 86400, http.idle_timeout_seconds);
+  if (const auto grace = value.find("shutdown_grace_seconds"); grace != value.end()) {
+    http.shutdown_grace_seconds = static_cast<std::size_t>(detail::read_integer(*grace, "http.shutdown_grace_seconds", 0, 3600));
+  }
+  if (const auto sessions = value.find("sessions"); sessions != value.end()) {
+    http.sessions = detail::read_bool(*sessions, "http.sessions");
+  }
   return http;
 }
 

@@ -53,6 +53,13 @@ Dispatcher::Dispatcher(Backend& backend, WorkerPool& pool, ServerDescription des
 
 Dispatcher::~Dispatcher() { close(std::chrono::milliseconds(0)); }
 
+void Dispatcher::assume_initialized(std::string protocol_version) {
+  std::lock_guard lock(session_mutex_);
+  session_.initialized = true;
+  session_.client_ready = true;
+  session_.protocol_version = std::move(protocol_version);
+}
+
 Dispatcher::Handled Dispatcher::handle(const json& message, const std::shared_ptr<ReplyChannel>& reply_to) {
   Action action = [&] {
     std::lock_guard lock(session_mutex_);

@@ -99,6 +99,10 @@ public:
   /// more. A tool call handled afterwards is refused.
   void close(std::chrono::milliseconds grace);
 
+  /// Takes the session as initialized with `protocol_version`, without an
+  /// initialize: a stateless transport's session of one request.
+  void assume_initialized(std::string protocol_version);
+
 private:
   struct Call;
 

@@ -32,7 +32,48 @@ bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
          });
 }
 
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && starts_with_ignoring_case(a, b);
+}
+
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// A q parameter of zero ("q=0", "q=0.0", "q=0.000") refuses the range.
+bool refused_by_quality(std::string_view parameters) {
+  while (!parameters.empty()) {
+    const auto end = parameters.find(';');
+    const std::string_view parameter = trimmed(parameters.substr(0, end));
+    parameters = end == std::string_view::npos ? std::string_view() : parameters.substr(end + 1);
+    if (parameter.size() < 2 || !starts_with_ignoring_case(parameter, "q=")) continue;
+    const std::string_view value = parameter.substr(2);
+    return !value.empty() && value.find_first_not_of("0.") == std::string_view::npos;
+  }
+  return false;
+}
+
 }  // namespace
+
+Accepted accepted_types(const std::optional<std::string_view>& accept) {
+  if (!accept) return {true, true};
+  Accepted accepted;
+  std::string_view rest = *accept;
+  while (!rest.empty()) {
+    const auto end = rest.find(',');
+    std::string_view range = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    const auto parameters = range.find(';');
+    const std::string_view type = trimmed(range.substr(0, parameters));
+    if (parameters != std::string_view::npos && refused_by_quality(range.substr(parameters + 1))) continue;
+    const bool any = type == "*/*";
+    if (any || equal_ignoring_case(type, "application/json") || equal_ignoring_case(type, "application/*")) accepted.json = true;
+    if (any || equal_ignoring_case(type, "text/event-stream") || equal_ignoring_case(type, "text/*")) accepted.event_stream = true;
+  }
+  return accepted;
+}
 
 const HttpClient* authenticate(std::string_view authorization, const std::vector<HttpClient>& clients) {
   constexpr std::string_view scheme = "Bearer ";

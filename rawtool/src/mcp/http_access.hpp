@@ -34,6 +34,16 @@ const HttpClient* authenticate(std::string_view authorization, const std::vector
 /// (not a browser), or one of `allowed` exactly.
 bool origin_allowed(const std::optional<std::string_view>& origin, const std::vector<std::string>& allowed);
 
+/// What a request's Accept header lets the server answer with: a JSON body,
+/// an event stream. A missing header accepts both; a media range with q=0
+/// accepts nothing; `*/*` and `application/*` accept JSON, `*/*` and
+/// `text/*` an event stream.
+struct Accepted {
+  bool json = false;
+  bool event_stream = false;
+};
+Accepted accepted_types(const std::optional<std::string_view>& accept);
+
 /// `HOST:PORT` as `rawtool mcp --http` takes it: a host name or IPv4 address,
 /// or an IPv6 address in brackets, then a port 0-65535 (0: any free port).
 struct ListenAddress {

@@ -24,6 +24,8 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <algorithm>
 #include <csignal>
 #include <limits>
 #include <memory>
@@ -113,6 +115,39 @@ public:
                                                        config_.max_reply_bytes, log_);
     return session;
   }
+  /// A session for one request of a stateless server: not registered under
+  /// an id, no session limit, but closed with the rest at a stop until
+  /// end_stateless. Any request but initialize finds it initialized.
+  std::shared_ptr<HttpSession> make_stateless_session(const HttpClient* client, bool initialize,
+                                                      std::string_view protocol_version) {
+    auto session = std::make_shared<HttpSession>();
+    session->client = client;
+    session->dispatcher = std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
+                                                       config_.max_reply_bytes, log_);
+    if (!initialize) session->dispatcher->assume_initialized(std::string(negotiate_protocol_version(protocol_version)));
+    std::lock_guard lock(sessions_mutex_);
+    stateless_.push_back(session);
+    return session;
+  }
+  void end_stateless(const std::shared_ptr<HttpSession>& session) {
+    std::lock_guard lock(sessions_mutex_);
+    stateless_.erase(std::remove(stateless_.begin(), stateless_.end(), session), stateless_.end());
+  }
+
+  /// Ends `session` off the I/O threads (its running statements are
+  /// cancelled, which may take a moment), then runs `done` on `executor`.
+  void close_in_background(std::shared_ptr<HttpSession> session, asio::any_io_executor executor, std::function<void()> done) {
+    std::lock_guard lock(closers_mutex_);
+    join_closers(false);
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    closers_.push_back({std::thread([session = std::move(session), executor = std::move(executor), done = std::move(done), finished] {
+                          session->dispatcher->close(std::chrono::milliseconds(0));
+                          asio::post(executor, done);
+                          *finished = true;
+                        }),
+                        finished});
+  }
+
   void add_session(std::shared_ptr<HttpSession> session) {
     std::lock_guard lock(sessions_mutex_);
     ++sessions_by_client_[session->client];
@@ -173,6 +208,24 @@ private:
   std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by sessions_mutex_
   std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered sessions; guarded by sessions_mutex_
   std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;       // tool calls accepted; guarded by sessions_mutex_
+  std::vector<std::shared_ptr<HttpSession>> stateless_;                      // requests of a stateless server; guarded by sessions_mutex_
+  std::mutex closers_mutex_;
+  struct Closer {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  // Joins the closers that are done, or every one. Needs closers_mutex_.
+  void join_closers(bool all) {
+    for (auto closer = closers_.begin(); closer != closers_.end();) {
+      if (!all && !*closer->finished) {
+        ++closer;
+        continue;
+      }
+      closer->thread.join();
+      closer = closers_.erase(closer);
+    }
+  }
+  std::vector<Closer> closers_;  // sessions being ended by DELETE; guarded by closers_mutex_
   asio::io_context io_;
   tcp::acceptor acceptor_;
   std::mutex stop_mutex_;
@@ -199,6 +252,7 @@ public:
 
 private:
   void read_header();
+  void read_request_header();
   void on_header();
   void on_body();
   void handle_delete();
@@ -233,6 +287,8 @@ private:
   std::shared_ptr<http::response<http::empty_body>> stream_head_;
   std::shared_ptr<http::response_serializer<http::empty_body>> stream_serializer_;
   bool awaiting_answer_ = false;  // a tool call's answer is awaited; the socket is watched for a hang-up
+  bool stateless_ = false;        // session_ is this request's own (a stateless server)
+  Accepted accepted_;             // what the request's Accept allows
 };
 
 /// The channel one POST's message is answered through. The response goes to
@@ -293,10 +349,23 @@ void Connection::read_header() {
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   client_ = nullptr;
   session_.reset();
+  stateless_ = false;
   new_session_ = false;
   rpc_method_.clear();
   request_id_ = nullptr;
-  stream_.expires_after(server_.config().read_timeout);
+  if (buffer_.size() != 0) return read_request_header();  // the next request has begun
+  // Waiting for a request is bounded by idle_timeout; once its first byte is
+  // here, the whole request by request_timeout.
+  stream_.expires_after(server_.config().idle_timeout);
+  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code error, std::size_t read) {
+    if (error) return;  // closed or idle too long: the connection ends
+    self->buffer_.commit(read);
+    self->read_request_header();
+  });
+}
+
+void Connection::read_request_header() {
+  stream_.expires_after(server_.config().request_timeout);
   http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
     if (error) return;  // closed, timed out or unreadable: the connection ends
     self->on_header();
@@ -336,11 +405,17 @@ void Connection::on_header() {
       version && negotiate_protocol_version(*version) != *version) {
     return refuse(http::status::bad_request, "unsupported MCP-Protocol-Version");
   }
-  if (method == http::verb::delete_) return handle_delete();
+  const bool sessions = server_.config().sessions;
+  if (method == http::verb::delete_ && sessions) return handle_delete();
   if (method != http::verb::post) {
+    // No server-to-client stream; without sessions, nothing to end either.
     Response response(http::status::method_not_allowed, request.version());
-    response.set(http::field::allow, "POST, DELETE");
+    response.set(http::field::allow, sessions ? "POST, DELETE" : "POST");
     return send(std::move(response));
+  }
+  accepted_ = accepted_types(header(request, http::field::accept));
+  if (!accepted_.json && !accepted_.event_stream) {
+    return refuse(http::status::not_acceptable, "the Accept header must allow application/json or text/event-stream");
   }
   const auto length = parser_->content_length();
   if (length && *length > server_.config().max_body_bytes) {
@@ -383,7 +458,11 @@ void Connection::on_body() {
       rpc_method_ = std::find(std::begin(known), std::end(known), name) != std::end(known) ? name : "other";
     }
   }
-  if (rpc_method_ == "initialize") {
+  if (!server_.config().sessions) {
+    session_ = server_.make_stateless_session(client_, rpc_method_ == "initialize",
+                                              header(request, "MCP-Protocol-Version").value_or(latest_protocol_version));
+    stateless_ = true;
+  } else if (rpc_method_ == "initialize") {
     session_ = server_.make_session(client_);
     if (session_ == nullptr) return refuse(http::status::service_unavailable, "too many sessions are open");
     new_session_ = true;
@@ -411,9 +490,10 @@ void Connection::on_body() {
     const json& params = message["params"];
     const bool wants_progress = params.contains("_meta") && params["_meta"].is_object() &&
                                 params["_meta"].contains("progressToken");
-    const auto accept = header(request, http::field::accept);
-    event_stream_ = wants_progress && accept && accept->find("text/event-stream") != std::string_view::npos;
+    event_stream_ = wants_progress && accepted_.event_stream;
   }
+  // A client that takes only an event stream gets every answer as one.
+  if (!accepted_.json) event_stream_ = true;
   stream_head_written_ = false;
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
   const auto handled = session_->dispatcher->handle(message, channel);
@@ -449,6 +529,7 @@ void Connection::answered() {
   if (counted_) {
     counted_ = false;
     server_.end_request(*session_, rpc_method_ == "tools/call");
+    if (stateless_) server_.end_stateless(session_);
   }
   // The watch's pending wait is left to complete on its own and then does
   // nothing: cancelling it would cancel a progress event being written too.
@@ -461,20 +542,19 @@ void Connection::deliver_event(const std::string& message) {
 
 void Connection::deliver(const std::string& message) {
   answered();
+  if (new_session_) {
+    // The session exists once its initialize succeeded.
+    const json answer = json::parse(message, nullptr, false);
+    new_session_ = answer.is_object() && answer.contains("result");
+    if (new_session_) server_.add_session(session_);
+  }
   if (event_stream_) {
     log_request(200);
     return stream(message, true);
   }
   Response response(http::status::ok, parser_->get().version());
   response.set(http::field::content_type, "application/json");
-  if (new_session_) {
-    // The session exists once its initialize succeeded.
-    const json answer = json::parse(message, nullptr, false);
-    if (answer.is_object() && answer.contains("result")) {
-      server_.add_session(session_);
-      response.set("Mcp-Session-Id", session_->id);
-    }
-  }
+  if (new_session_) response.set("Mcp-Session-Id", session_->id);
   response.body() = message;
   log_request(200);
   send(std::move(response));
@@ -524,8 +604,13 @@ void Connection::write_next_event() {
     stream_head_->set(http::field::server, "rawtool");
     stream_head_->keep_alive(parser_->get().keep_alive());
     stream_head_->chunked(true);
+    if (new_session_) stream_head_->set("Mcp-Session-Id", session_->id);
     stream_serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*stream_head_);
+    // Each write must be taken within request_timeout; between events the
+    // call may run as long as it runs.
+    stream_.expires_after(server_.config().request_timeout);
     http::async_write_header(stream_, *stream_serializer_, [self](beast::error_code error, std::size_t) {
+      self->stream_.expires_never();
       self->writing_event_ = false;
       if (error) return;
       self->stream_head_written_ = true;
@@ -539,9 +624,11 @@ void Connection::write_next_event() {
   writing_event_ = true;
   auto body = std::make_shared<std::string>(std::move(text));
   const auto after = [self, last = last](beast::error_code error) {
+    self->stream_.expires_never();
     self->writing_event_ = false;
     if (error) return;
     if (!last) return self->write_next_event();
+    self->stream_.expires_after(self->server_.config().request_timeout);
     asio::async_write(self->stream_, http::make_chunk_last(), [self](beast::error_code ended, std::size_t) {
       if (self->in_flight_) {
         self->in_flight_ = false;
@@ -553,6 +640,7 @@ void Connection::write_next_event() {
     });
   };
   if (body->empty()) return after({});
+  stream_.expires_after(server_.config().request_timeout);
   asio::async_write(stream_, http::make_chunk(asio::buffer(*body)),
                     [body, after](beast::error_code error, std::size_t) { after(error); });
 }
@@ -563,11 +651,13 @@ void Connection::handle_delete() {
   if (!id) return refuse(http::status::bad_request, "Mcp-Session-Id is required");
   auto session = server_.remove_session(std::string(*id), client_);
   if (session == nullptr) return refuse(http::status::not_found, "no such session");
-  // Cancels what still runs; a cancelled statement returns promptly.
-  session->dispatcher->close(std::chrono::milliseconds(0));
+  // Its running statements are cancelled off the I/O threads (ending one
+  // that ignores the cancel takes a second connection); the answer follows.
   rpc_method_ = "DELETE";
-  log_request(204);
-  send(Response(http::status::no_content, request.version()));
+  server_.close_in_background(std::move(session), stream_.get_executor(), [self = shared_from_this()] {
+    self->log_request(204);
+    self->send(Response(http::status::no_content, self->parser_->get().version()));
+  });
 }
 
 void Connection::log_request(unsigned status) {
@@ -596,7 +686,7 @@ void Connection::send(Response response) {
   response.set(http::field::server, "rawtool");
   response.prepare_payload();
   auto shared = std::make_shared<Response>(std::move(response));
-  stream_.expires_after(server_.config().read_timeout);
+  stream_.expires_after(server_.config().request_timeout);
   http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code error, std::size_t) {
     if (self->in_flight_) {
       self->in_flight_ = false;
@@ -674,6 +764,7 @@ int Server::run() {
   {
     std::lock_guard lock(sessions_mutex_);
     for (auto& entry : sessions_) sessions.push_back(entry.second);
+    sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
   }
   const auto deadline = std::chrono::steady_clock::now() + config_.shutdown_grace;
   for (const auto& session : sessions) {
@@ -685,8 +776,14 @@ int Server::run() {
   while (requests_in_flight.load() != 0 && std::chrono::steady_clock::now() < flush_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  {
+    std::lock_guard lock(closers_mutex_);
+    join_closers(true);
+  }
   io_.stop();
   for (auto& thread : threads) thread.join();
+  std::lock_guard lock(closers_mutex_);  // a DELETE read while the I/O still ran
+  join_closers(true);
   log_event(log_, LogLevel::info, "stopped", "a stop signal");
   return 0;
 }

@@ -55,9 +55,17 @@ struct HttpServerConfig {
   /// A session with no request in flight and none for this long is ended
   /// (checked when a session is opened).
   std::chrono::milliseconds session_idle{3600 * 1000};
-  /// A client that takes longer to send a request's headers and body, or
-  /// stays idle longer between requests, is disconnected.
-  std::chrono::milliseconds read_timeout{30000};
+  /// A client that takes longer than request_timeout to send a request's
+  /// headers and body once it has begun, or to take a response, or that
+  /// sends no request for idle_timeout, is disconnected.
+  std::chrono::milliseconds request_timeout{30000};
+  std::chrono::milliseconds idle_timeout{60000};
+  /// False: stateless. No Mcp-Session-Id is issued or read; every request is
+  /// answered by a session of its own that lives as long as the request, so
+  /// any instance behind a load balancer can take any request. A call is
+  /// cancelled by closing its connection (notifications/cancelled, sent on
+  /// another request, finds nothing to cancel).
+  bool sessions = true;
   /// On SIGTERM or SIGINT: how long calls in flight may still finish and be
   /// answered before the rest are cancelled.
   std::chrono::milliseconds shutdown_grace{5000};

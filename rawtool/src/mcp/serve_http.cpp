@@ -36,6 +36,10 @@ int serve_http(Tool& tool, std::string_view listen) {
       config.http.max_sessions_per_token != 0 ? config.http.max_sessions_per_token : config.http.max_sessions;
   server.max_calls_per_token = config.http.max_calls_per_token;
   server.session_idle = std::chrono::seconds(config.http.session_idle_seconds);
+  server.request_timeout = std::chrono::seconds(config.http.request_timeout_seconds);
+  server.idle_timeout = std::chrono::seconds(config.http.idle_timeout_seconds);
+  server.shutdown_grace = std::chrono::seconds(config.http.shutdown_grace_seconds);
+  server.sessions = config.http.sessions;
 
   detail::ToolBackend backend(tool);
   return detail::run_http_server(backend, server, rawtool::detail::ToolInternals::log(tool));

@@ -1,0 +1,266 @@
+// The HTTP transport's timeouts, its reading of Accept, DELETE during a call,
+// and its stateless mode, against the real binary.
+//
+//   node http_transport.test.mjs --binary build/dev/rawtool/rawtool
+
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { after, before, describe, test } from "node:test";
+
+import { argument, sha256Hex, startHttpServer } from "./http_server.mjs";
+
+const binary = argument("--binary");
+const token = "transport-token-51c0";
+const baseConfig = {
+  databases: [{ label: "main", path: ":memory:", limits: { statement_timeout_ms: 60000 } }],
+  http: { tokens: [{ name: "agent", sha256: sha256Hex(token) }] },
+};
+const initialize = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+};
+// Runs for minutes on SQLite unless cancelled.
+const endlessSql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000000) SELECT count(*) FROM n";
+
+function poster(url) {
+  return (body, headers = {}) =>
+    fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${token}`, ...headers },
+      body: JSON.stringify(body),
+    });
+}
+
+// Opens a raw connection; resolves with { socket, closed } where closed
+// resolves with the milliseconds from `start` to the server's close, and
+// everything received.
+function rawConnection(url) {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => {
+      const start = Date.now();
+      let received = "";
+      socket.on("data", (chunk) => (received += chunk));
+      const closed = new Promise((done) => socket.on("close", () => done({ after: Date.now() - start, received })));
+      resolve({ socket, closed });
+    });
+    socket.on("error", reject);
+  });
+}
+
+function toolCall(id, sql) {
+  return { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } };
+}
+
+describe("timeouts", () => {
+  let server;
+  before(async () => {
+    const config = structuredClone(baseConfig);
+    Object.assign(config.http, { request_timeout_seconds: 1, idle_timeout_seconds: 2 });
+    server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+  });
+  after(async () => {
+    if (server?.url) assert.equal(await server.stop(), 0);
+  });
+
+  test("a client that sends its headers a byte at a time is cut off at request_timeout_seconds", async () => {
+    const { socket, closed } = await rawConnection(server.url);
+    const head = `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n`;
+    let at = 0;
+    const drip = setInterval(() => {
+      if (!socket.destroyed && at < head.length) socket.write(head[at++]);
+    }, 100);
+    const { after: closedAfter, received } = await closed;
+    clearInterval(drip);
+    assert.ok(at < head.length, "the whole request was read: the test dripped too fast");
+    assert.ok(closedAfter >= 900 && closedAfter < 3000, `closed after ${closedAfter} ms`);
+    assert.equal(received, "", "a request cut off is not answered");
+  });
+
+  test("a body that stops coming is cut off at request_timeout_seconds", async () => {
+    const { socket, closed } = await rawConnection(server.url);
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`);
+    const { after: closedAfter } = await closed;
+    assert.ok(closedAfter >= 900 && closedAfter < 3000, `closed after ${closedAfter} ms`);
+  });
+
+  test("a connection with no request is closed at idle_timeout_seconds; one that sends in time is served", async () => {
+    const idle = await rawConnection(server.url);
+    const busy = await rawConnection(server.url);
+    // Longer than request_timeout_seconds, shorter than idle_timeout_seconds: waiting is not sending slowly.
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    const body = JSON.stringify(initialize);
+    busy.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    const { after: idleAfter, received: idleReceived } = await idle.closed;
+    assert.ok(idleAfter >= 1900 && idleAfter < 4000, `the idle connection closed after ${idleAfter} ms`);
+    assert.equal(idleReceived, "");
+    // The served connection is kept alive, then closed once idle in turn.
+    const { after: busyAfter, received } = await busy.closed;
+    assert.match(received, /^HTTP\/1\.1 200 /);
+    assert.ok(received.includes('"protocolVersion"'));
+    assert.ok(busyAfter >= 1300 + 1900, `the served connection closed after ${busyAfter} ms`);
+  });
+});
+
+describe("Accept", () => {
+  let server;
+  let post;
+  before(async () => {
+    server = await startHttpServer(binary, baseConfig);
+    assert.ok(server.url);
+    post = poster(server.url);
+  });
+  after(async () => {
+    if (server?.url) assert.equal(await server.stop(), 0);
+  });
+
+  test("a client that accepts neither JSON nor an event stream gets 406, before its body is read", async () => {
+    for (const accept of ["text/html", "application/xml, text/plain", "application/json;q=0", "application/json; q=0.0, text/event-stream;q=0"]) {
+      const response = await post(initialize, { accept });
+      assert.equal(response.status, 406, accept);
+      const body = await response.json();
+      assert.equal(body.error.code, -32600);
+    }
+  });
+
+  test("JSON by any spelling of the media range is answered as JSON", async () => {
+    for (const accept of ["application/json", "*/*", "application/*;q=0.5", "APPLICATION/JSON"]) {
+      const response = await post(initialize, { accept });
+      assert.equal(response.status, 200, accept);
+      assert.match(response.headers.get("content-type"), /^application\/json/);
+      assert.ok((await response.json()).result);
+    }
+  });
+
+  test("a client that takes only an event stream gets every answer as one, the session id included", async () => {
+    const response = await post(initialize, { accept: "text/event-stream" });
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type"), /^text\/event-stream/);
+    const session = response.headers.get("mcp-session-id");
+    assert.match(session ?? "", /^[0-9a-f]{32}$/);
+    const events = await response.text();
+    assert.match(events, /^event: message\ndata: \{.*"protocolVersion".*\}\n\n$/s);
+    const headers = { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" };
+    const call = await post(toolCall(2, "SELECT 7 AS seven"), headers);
+    assert.match(call.headers.get("content-type"), /^text\/event-stream/);
+    const data = JSON.parse((await call.text()).split("\n").find((line) => line.startsWith("data: ")).slice(6));
+    assert.deepEqual(data.result.structuredContent.rows, [["7"]]);
+  });
+});
+
+describe("DELETE during a call", () => {
+  test("DELETE is answered at once while the session's call is cancelled", async () => {
+    const server = await startHttpServer(binary, baseConfig);
+    try {
+      const post = poster(server.url);
+      const opened = await post(initialize);
+      const session = opened.headers.get("mcp-session-id");
+      await opened.json();
+      const headers = { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" };
+      const started = Date.now();
+      const call = post(toolCall("long", endlessSql), headers);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const deleted = await fetch(server.url, { method: "DELETE", headers: { authorization: `Bearer ${token}`, ...headers } });
+      assert.equal(deleted.status, 204);
+      const answer = await call;
+      assert.equal(answer.status, 202, "a cancelled call gets no response");
+      assert.ok(Date.now() - started < 10000, "the statement was not cancelled");
+      // The server still serves: its I/O threads were not held.
+      assert.equal((await post(initialize)).status, 200);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
+describe("stateless mode (http.sessions false)", () => {
+  let server;
+  let post;
+  before(async () => {
+    const config = structuredClone(baseConfig);
+    config.http.sessions = false;
+    config.http.shutdown_grace_seconds = 1;
+    server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    post = poster(server.url);
+  });
+  after(async () => {
+    if (server?.url) assert.equal(await server.stop(), 0);
+  });
+
+  test("initialize issues no session id, and any request stands alone without one", async () => {
+    const opened = await post(initialize);
+    assert.equal(opened.status, 200);
+    assert.equal(opened.headers.get("mcp-session-id"), null);
+    assert.ok((await opened.json()).result.protocolVersion);
+    const listed = await (await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { "mcp-protocol-version": "2025-11-25" })).json();
+    assert.ok(listed.result.tools.some((tool) => tool.name === "raw_sql"));
+    const called = await (await post(toolCall(3, "SELECT 5 AS five"))).json();
+    assert.equal(called.result.isError, false);
+    assert.deepEqual(called.result.structuredContent.rows, [["5"]]);
+    // A session id a client sends anyway is not looked up.
+    const withId = await post(toolCall(4, "SELECT 6"), { "mcp-session-id": "0123456789abcdef0123456789abcdef" });
+    assert.equal(withId.status, 200);
+  });
+
+  test("requests with the same id from different clients at once are answered apart", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => post(toolCall(1, `SELECT ${i} AS n`)).then((response) => response.json())),
+    );
+    answers.forEach((answer, i) => assert.deepEqual(answer.result.structuredContent.rows, [[String(i)]]));
+  });
+
+  test("DELETE and GET are 405 naming POST", async () => {
+    for (const method of ["DELETE", "GET"]) {
+      const response = await fetch(server.url, { method, headers: { authorization: `Bearer ${token}` } });
+      assert.equal(response.status, 405, method);
+      assert.equal(response.headers.get("allow"), "POST");
+    }
+  });
+
+  test("closing the connection cancels the call", async () => {
+    // Tool calls answered with nothing (cancelled), from the request log.
+    const unanswered = () =>
+      server
+        .log()
+        .split("\n")
+        .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
+        .filter((line) => JSON.parse(line).status === 202).length;
+    const before = unanswered();
+    const { socket, closed } = await rawConnection(server.url);
+    const body = JSON.stringify(toolCall(9, endlessSql));
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.destroy();
+    await closed;
+    // Left alone the statement would run for minutes (statement_timeout_ms
+    // is 60000); cancelled, its request is logged answered with nothing.
+    const deadline = Date.now() + 3000;
+    while (unanswered() === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(unanswered(), before + 1, "the call was not cancelled within 3 s of the hang-up");
+  });
+});
+
+describe("a stop with shutdown_grace_seconds", () => {
+  test("SIGTERM in stateless mode cancels a call past the configured grace and answers it 503", async () => {
+    const config = structuredClone(baseConfig);
+    Object.assign(config.http, { sessions: false, shutdown_grace_seconds: 1 });
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    const call = poster(server.url)(toolCall("long", endlessSql));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stoppedAt = Date.now();
+    const stopped = server.stop();
+    const response = await call;
+    const answeredAfter = Date.now() - stoppedAt;
+    assert.equal(response.status, 503);
+    const body = await response.json();
+    assert.equal(body.id, "long");
+    assert.equal(body.error.code, -32000);
+    assert.ok(answeredAfter >= 900 && answeredAfter < 4000, `answered ${answeredAfter} ms after the stop`);
+    assert.equal(await stopped, 0);
+  });
+});
