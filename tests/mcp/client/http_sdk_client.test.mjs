@@ -2,7 +2,8 @@
 // client of `rawtool mcp --http`: connects with a bearer token, lists and
 // calls the tools (the SDK validates structuredContent against outputSchema),
 // reads a hostile engine failure as rawtool renders it, runs clients of two
-// tokens at once without one reply carrying another call's data, and ends
+// tokens at once without one reply carrying another call's data, sees a long
+// call's progress figures over SSE, cancels a call by aborting it, and ends
 // its session with DELETE.
 //
 //   node http_sdk_client.test.mjs --binary build/dev/rawtool/rawtool
@@ -133,6 +134,69 @@ test("a call that asks for progress is answered as an event stream: the SDK sees
   });
   assert.equal(plain.headers.get("content-type"), "application/json");
   assert.equal((await plain.json()).id, 99);
+  await transport.terminateSession();
+  await client.close();
+});
+
+// A statement that runs about 2.5 s on SQLite: long enough for the figures
+// sent once a second, short of the 5 s statement timeout.
+const longSql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000000) SELECT count(*) AS c FROM n";
+
+test("a long call streams its figures over SSE once a second: elapsed seconds growing, then the result", async () => {
+  // A server of its own whose statement timeout (2.5 s) ends the call: long
+  // enough for two figures a second apart, whatever the machine's speed.
+  const slow = await startHttpServer(binary, {
+    databases: [{ label: "slow", path: ":memory:", limits: { statement_timeout_ms: 2500 } }],
+    http: { tokens: [{ name: "alice", sha256: sha256Hex(tokens.alice) }] },
+  });
+  assert.ok(slow.url);
+  const transport = new StreamableHTTPClientTransport(new URL(slow.url), {
+    requestInit: { headers: { Authorization: `Bearer ${tokens.alice}` } },
+  });
+  const client = new Client({ name: "rawtool-http-test", version: "1.0.0" });
+  await client.connect(transport);
+  try {
+    const progress = [];
+    const result = await client.callTool({ name: "raw_sql", arguments: { sql: longSql } }, undefined, {
+      onprogress: (update) => progress.push(update),
+      timeout: 20000,
+    });
+    assert.equal(result.isError, true, "the statement ends at its timeout");
+    assert.equal(result.structuredContent.kind, "refusal", JSON.stringify(result.structuredContent));
+    assert.equal(progress[0].message, "running");
+    const figures = progress.slice(1);
+    assert.ok(figures.length >= 2, `expected two figures a second apart: ${JSON.stringify(progress)}`);
+    for (const figure of figures) assert.match(figure.message, /^running for [0-9.]+ s; [0-9]+ rows read; row cap 1000$/);
+    for (let i = 1; i < progress.length; ++i) assert.ok(progress[i].progress > progress[i - 1].progress, "progress must grow");
+  } finally {
+    await client.close();
+    assert.equal(await slow.stop(), 0);
+  }
+});
+
+test("a call the SDK aborts is cancelled on the server: notifications/cancelled stops the statement", async () => {
+  const { client, transport } = await connectAs(tokens.alice);
+  const cancelledBefore = () =>
+    server
+      .log()
+      .split("\n")
+      .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
+      .filter((line) => JSON.parse(line).status === 202).length;
+  const before = cancelledBefore();
+  const controller = new AbortController();
+  const started = Date.now();
+  const call = client.callTool({ name: "raw_sql", arguments: { sql: longSql } }, undefined, { signal: controller.signal });
+  setTimeout(() => controller.abort("the user gave up"), 300);
+  await assert.rejects(call);
+  // The call's own request is then answered with nothing, well before the
+  // statement's 5 s timeout would have ended it.
+  const deadline = Date.now() + 3000;
+  while (cancelledBefore() === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(cancelledBefore(), before + 1, "the server did not cancel the call");
+  assert.ok(Date.now() - started < 4000);
+  // The session still serves.
+  const after = await client.callTool({ name: "raw_sql", arguments: { sql: "SELECT 'still here' AS s" } });
+  assert.deepEqual(after.structuredContent.rows, [["still here"]]);
   await transport.terminateSession();
   await client.close();
 });
