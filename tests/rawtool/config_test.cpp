@@ -560,6 +560,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(defaults.idle_timeout_seconds == 60);
   CHECK(defaults.shutdown_grace_seconds == 5);
   CHECK(defaults.sessions);
+  CHECK(defaults.max_connections == 1024);
 
   // Databases are kept in configuration order, whatever order the token lists
   // them in, so its default is the first configured one it reaches.
@@ -569,7 +570,8 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
                                           std::string(64, 'c') + R"("}],
       "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true,
       "max_sessions": 10, "max_sessions_per_token": 3, "max_calls_per_token": 2, "session_idle_seconds": 60,
-      "request_timeout_seconds": 5, "idle_timeout_seconds": 7, "shutdown_grace_seconds": 0, "sessions": false})");
+      "request_timeout_seconds": 5, "idle_timeout_seconds": 7, "shutdown_grace_seconds": 0, "sessions": false,
+      "max_connections": 3})");
   REQUIRE(set.tokens.size() == 3);
   CHECK(set.tokens[0].name == "ci");
   CHECK(set.tokens[0].sha256 == digest);  // upper-case hex is read as lower-case
@@ -587,6 +589,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(set.idle_timeout_seconds == 7);
   CHECK(set.shutdown_grace_seconds == 0);
   CHECK_FALSE(set.sessions);
+  CHECK(set.max_connections == 3);
 
   const std::pair<std::string, std::string> errors[] = {
       {R"([])", "http"},
@@ -615,6 +618,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       {R"({"idle_timeout_seconds": 86401})", "http.idle_timeout_seconds"},
       {R"({"shutdown_grace_seconds": -1})", "http.shutdown_grace_seconds"},
       {R"({"sessions": "off"})", "http.sessions"},
+      {R"({"max_connections": 0})", "http.max_connections"},
   };
   for (const auto& [http, field] : errors) {
     INFO(http);

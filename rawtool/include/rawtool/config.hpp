@@ -160,6 +160,8 @@ struct HttpConfig {
   std::vector<HttpToken> tokens;
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 1024 * 1024;
+  /// Connections open at once; more are closed as soon as they are accepted.
+  std::size_t max_connections = 1024;
   bool allow_unauthenticated = false;
   std::size_t max_sessions = 1024;
   /// 0: max_sessions.

@@ -381,7 +381,8 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   detail::reject_unknown_keys(value,
                               {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated", "max_sessions",
                                "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds",
-                               "request_timeout_seconds", "idle_timeout_seconds", "shutdown_grace_seconds", "sessions"},
+                               "request_timeout_seconds", "idle_timeout_seconds", "shutdown_grace_seconds", "sessions",
+                               "max_connections"},
                               "http");
   HttpConfig http;
   if (const auto tokens = value.find("tokens"); tokens != value.end()) {
@@ -419,6 +420,7 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
     }
   };
   count("max_sessions", 100000, http.max_sessions);
+  count("max_connections", 1000000, http.max_connections);
   count("max_sessions_per_token", 100000, http.max_sessions_per_token);
   count("max_calls_per_token", 1024, http.max_calls_per_token);
   count("session_idle_seconds", 604800, http.session_idle_seconds);

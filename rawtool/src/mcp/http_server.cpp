@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core.hpp>
@@ -192,6 +193,8 @@ public:
 
   /// Requests handed to a session whose answer is not yet written.
   std::atomic<std::size_t> requests_in_flight{0};
+  /// Connections open.
+  std::atomic<std::size_t> connections{0};
   /// Set once a stop signal came: a call that ends unanswered was cancelled
   /// by the stop, and its request is told so.
   std::atomic<bool> stopping{false};
@@ -228,6 +231,9 @@ private:
   std::vector<Closer> closers_;  // sessions being ended by DELETE; guarded by closers_mutex_
   asio::io_context io_;
   tcp::acceptor acceptor_;
+  asio::steady_timer accept_pause_{acceptor_.get_executor()};
+  std::size_t accept_failures_ = 0;      // in a row; on the acceptor's strand
+  std::size_t refused_connections_ = 0;  // in a row; on the acceptor's strand
   std::mutex stop_mutex_;
   std::condition_variable stop_requested_;
   bool stopping_ = false;  // guarded by stop_mutex_
@@ -237,7 +243,8 @@ private:
 /// Every handler runs on the connection's strand.
 class Connection : public std::enable_shared_from_this<Connection> {
 public:
-  Connection(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) {}
+  Connection(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) { ++server_.connections; }
+  ~Connection() { --server_.connections; }
 
   void start() { read_header(); }
 
@@ -713,7 +720,24 @@ void Connection::drain_and_close() {
 void Server::accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code error, tcp::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!error) std::make_shared<Connection>(std::move(socket), *this)->start();
+    if (error) {
+      // Out of file descriptors (or another resource): accepting again at
+      // once would spin; wait a little for connections to close.
+      if (!accept_failures_++) log_event(log_, LogLevel::warn, "accept_failed", "a connection could not be accepted; retrying");
+      accept_pause_.expires_after(std::chrono::milliseconds(50));
+      accept_pause_.async_wait([this](beast::error_code) { accept(); });
+      return;
+    }
+    accept_failures_ = 0;
+    if (connections.load() >= config_.max_connections) {
+      // Over the limit: closed at once, before a byte is read.
+      beast::error_code ignored;
+      socket.close(ignored);
+      if (!refused_connections_++) log_event(log_, LogLevel::warn, "rejected", "a connection over http.max_connections was closed");
+    } else {
+      refused_connections_ = 0;
+      std::make_shared<Connection>(std::move(socket), *this)->start();
+    }
     accept();
   });
 }

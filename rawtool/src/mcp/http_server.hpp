@@ -40,6 +40,8 @@ struct HttpServerConfig {
   ServerDescription open;
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 1024 * 1024;
+  /// Connections open at once; one more is closed as soon as it is accepted.
+  std::size_t max_connections = 1024;
   /// Threads running Beast's I/O; tool calls run on the pool, not here.
   std::size_t io_threads = 2;
   std::size_t max_concurrent_calls = 4;

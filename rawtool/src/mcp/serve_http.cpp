@@ -30,6 +30,7 @@ int serve_http(Tool& tool, std::string_view listen) {
   server.open = detail::describe_server(tool);
   server.allowed_origins = config.http.allowed_origins;
   server.max_body_bytes = config.http.max_body_bytes;
+  server.max_connections = config.http.max_connections;
   server.max_concurrent_calls = config.max_concurrent_calls;
   server.max_sessions = config.http.max_sessions;
   server.max_sessions_per_token =

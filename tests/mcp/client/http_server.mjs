@@ -22,13 +22,16 @@ export function argument(name) {
 /// resolves once it serves, with { url, log(), stop() }. stop() sends SIGTERM
 /// and resolves with the exit code. `files` ({name: object}) are written as
 /// JSON beside the configuration (a catalog the configuration names).
-export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", extraArgs = [], files = {} } = {}) {
+/// `wrapper` (an argv prefix such as ["prlimit", "--nofile=64:64"]) runs the
+/// binary under another command.
+export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", extraArgs = [], files = {}, wrapper = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "rawtool-http-"));
   const configFile = join(dir, "config.json");
   const logFile = join(dir, "operator.log");
   writeFileSync(configFile, JSON.stringify(config));
   for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), JSON.stringify(content));
-  const child = spawn(binary, ["mcp", "--http", listen, "--config", configFile, "--log", logFile, ...extraArgs], {
+  const argv = [...wrapper, binary, "mcp", "--http", listen, "--config", configFile, "--log", logFile, ...extraArgs];
+  const child = spawn(argv[0], argv.slice(1), {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -62,6 +65,7 @@ export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", 
   }
   return {
     url,
+    pid: child.pid,
     log,
     stderr: () => stderr,
     async stop() {

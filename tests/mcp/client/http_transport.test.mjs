@@ -4,6 +4,7 @@
 //   node http_transport.test.mjs --binary build/dev/rawtool/rawtool
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
@@ -262,5 +263,56 @@ describe("a stop with shutdown_grace_seconds", () => {
     assert.equal(body.error.code, -32000);
     assert.ok(answeredAfter >= 900 && answeredAfter < 4000, `answered ${answeredAfter} ms after the stop`);
     assert.equal(await stopped, 0);
+  });
+});
+
+// CPU seconds the process has used (user + system), from /proc.
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;  // utime, stime in clock ticks (100 a second on Linux)
+}
+
+describe("connections", () => {
+  test("a connection over max_connections is closed unread; one more fits once another closes", async () => {
+    const config = structuredClone(baseConfig);
+    config.http.max_connections = 3;
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    try {
+      const held = [await rawConnection(server.url), await rawConnection(server.url), await rawConnection(server.url)];
+      const extra = await rawConnection(server.url);
+      const closed = await Promise.race([extra.closed, new Promise((resolve) => setTimeout(() => resolve(null), 2000))]);
+      assert.ok(closed !== null, "the fourth connection was kept open");
+      assert.equal(closed.received, "");
+      held[0].socket.destroy();
+      await held[0].closed;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal((await poster(server.url)(initialize)).status, 200, "a connection fits again");
+      for (const connection of held.slice(1)) connection.socket.destroy();
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test("out of file descriptors, the server waits instead of spinning, and serves again once connections close", async () => {
+    const server = await startHttpServer(binary, baseConfig, { wrapper: ["prlimit", "--nofile=48:48"] });
+    assert.ok(server.url, "the server did not start under prlimit");
+    const connections = [];
+    try {
+      for (let i = 0; i < 60; ++i) connections.push(await rawConnection(server.url));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const before = cpuSeconds(server.pid);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const used = cpuSeconds(server.pid) - before;
+      assert.ok(used < 0.5, `the server used ${used} s of CPU in 1.5 s while it could not accept`);
+      assert.ok(server.log().includes('"event":"accept_failed"'), "the failure to accept is not logged");
+      for (const connection of connections) connection.socket.destroy();
+      connections.length = 0;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal((await poster(server.url)(initialize)).status, 200, "the server serves again");
+    } finally {
+      for (const connection of connections) connection.socket.destroy();
+      assert.equal(await server.stop(), 0);
+    }
   });
 });
