@@ -74,6 +74,7 @@
 #include <type_traits>
 #include <unordered_map>
 #include <variant>
+#include <utility>
 #include <vector>
 
 namespace rawtool {
@@ -291,7 +292,11 @@ public:
     std::shared_ptr<PGcancel> canceller;
     {
       std::lock_guard lock(cancel_mutex_);
-      if (!running_ || canceller_ == nullptr) return;
+      if (!running_) {
+        cancel_pending_ = true;  // for the execute() about to start, until arm()
+        return;
+      }
+      if (canceller_ == nullptr) return;
       // One request per call: a statement that ignores it is ended after the
       // grace whatever more come (see wait_for_input), so callers may repeat
       // cancel() until the call returns without a thread and a connection each.
@@ -299,6 +304,11 @@ public:
       canceller = canceller_;
     }
     cancels_->start(std::move(canceller));
+  }
+
+  void arm() noexcept override {
+    std::lock_guard lock(cancel_mutex_);
+    cancel_pending_ = false;
   }
 
   std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
@@ -407,6 +417,7 @@ private:
   std::mutex cancel_mutex_;  ///< guards canceller_ and running_ against cancel()
   std::shared_ptr<PGcancel> canceller_;
   bool running_ = false;
+  bool cancel_pending_ = false;  ///< cancel() came while nothing ran; guarded by cancel_mutex_
   std::shared_ptr<CancelRequests> cancels_ = std::make_shared<CancelRequests>();
   std::atomic<bool> cancel_requested_{false};
 
@@ -1299,10 +1310,12 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // Whatever the server sent while the session was idle is parsed now, before
   // the statement's notices are collected: it was not raised by this statement.
   PQisBusy(conn_);
+  bool cancelled_early = false;
   {
     std::lock_guard lock(cancel_mutex_);
     running_ = true;
     cancel_requested_.store(false);
+    cancelled_early = std::exchange(cancel_pending_, false);
   }
   struct Running {
     PostgresDriver& driver;
@@ -1312,6 +1325,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
       driver.notices_ = nullptr;
     }
   } running{*this};
+  if (cancelled_early) return refuse(RefusalReason::cancelled, "The call was cancelled before its statement was sent.");
   stop_ = Stop::none;
   cancel_sent_ = false;
   largest_message_ = 0;

@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace rawtool {
@@ -251,9 +252,17 @@ public:
 
   void cancel() noexcept override {
     std::lock_guard lock(db_mutex_);
-    if (!running_.load()) return;
+    if (!running_.load()) {
+      cancel_pending_ = true;  // for the execute() about to start, until arm()
+      return;
+    }
     cancel_requested_.store(true);
     if (db_ != nullptr) sqlite3_interrupt(db_);
+  }
+
+  void arm() noexcept override {
+    std::lock_guard lock(db_mutex_);
+    cancel_pending_ = false;
   }
 
   std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
@@ -339,7 +348,8 @@ private:
     timed_out_ = false;
     reopen_after_call_ = false;
     std::lock_guard lock(db_mutex_);
-    cancel_requested_.store(false);
+    // A cancel that came since arm() stops the statement at its first step.
+    cancel_requested_.store(std::exchange(cancel_pending_, false));
     running_.store(true);
   }
 
@@ -708,6 +718,7 @@ private:
   std::mutex db_mutex_;         ///< guards db_ against cancel() and running_ transitions
   std::atomic<bool> running_{false};
   std::atomic<bool> cancel_requested_{false};
+  bool cancel_pending_ = false;  ///< cancel() came while nothing ran; guarded by db_mutex_
   Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
   bool read_only_ = true;

@@ -34,9 +34,12 @@ T expect(Outcome&& outcome) {
 
 inline RefusalReason refusal_reason(const Outcome& outcome) { return expect<Refusal>(outcome).reason; }
 
-/// Cancels the call `running` makes on `driver` until it returns (cancel() is
-/// a no-op before the statement starts, so one cancel after a fixed sleep
-/// races a loaded machine); fails the test after `patience`. The outcome.
+/// Cancels the call `running` makes on `driver` until it returns (a cancel
+/// that lands before the call has started its statement is kept for it only
+/// when the call was armed, which a direct driver call is not); fails the
+/// test after `patience`. Then arms the driver, as the library does for each
+/// call, so a cancel that landed after the call ended does not reach the
+/// next one. The outcome.
 template <class Driver>
 Outcome cancel_until_done(Driver& driver, std::future<Outcome>& running,
                           std::chrono::milliseconds patience = std::chrono::milliseconds(10000)) {
@@ -45,7 +48,9 @@ Outcome cancel_until_done(Driver& driver, std::future<Outcome>& running,
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     driver.cancel();
   }
-  return running.get();
+  Outcome outcome = running.get();
+  driver.arm();
+  return outcome;
 }
 
 }  // namespace rawtool::test

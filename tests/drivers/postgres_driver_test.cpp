@@ -388,8 +388,29 @@ TEST_CASE("cancel from another thread stops a running statement and the next cal
     CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
     CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
   }
-  driver->cancel();  // nothing runs: a no-op
+  driver->arm();
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 2")), 0, 0) == "2");
+}
+
+TEST_CASE("a cancel that lands before the statement starts is kept for it, and arm() forgets an earlier one",
+          "[postgres][limits]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");  // connected
+  for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
+    // Armed for a call, cancelled before execute(): the statement is never sent.
+    driver->arm();
+    driver->cancel();
+    const auto started = std::chrono::steady_clock::now();
+    const rawtool::Outcome early = run(*driver, "SELECT pg_sleep(20)", {}, mode);
+    CHECK(refusal_reason(early) == RefusalReason::cancelled);
+    CHECK(std::chrono::steady_clock::now() - started < 2s);
+    // A cancel after a call ended, then arm() for the next: the next runs.
+    driver->cancel();
+    driver->arm();
+    CHECK(cell(expect<Rows>(run(*driver, "SELECT 3", {}, mode)), 0, 0) == "3");
+  }
 }
 
 TEST_CASE("a connection terminated mid-statement is unavailable, and the next call reconnects", "[postgres][connection]") {

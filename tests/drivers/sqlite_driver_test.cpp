@@ -592,6 +592,22 @@ TEST_CASE("sqlite cancel from another thread stops a running statement", "[sqlit
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 3")), 0, 0) == "3");
 }
 
+TEST_CASE("sqlite a cancel that lands before the statement starts is kept for it, and arm() forgets an earlier one",
+          "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  Limits limits;
+  limits.statement_timeout = 20s;
+  const std::string endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
+  driver->arm();
+  driver->cancel();
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(refusal_reason(run(*driver, endless, limits)) == RefusalReason::cancelled);
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  driver->cancel();  // after the call: forgotten by the next arm()
+  driver->arm();
+  CHECK(cell(expect<Rows>(run(*driver, "SELECT 4")), 0, 0) == "4");
+}
+
 TEST_CASE("a read-only call on a read-write sqlite driver cannot write", "[sqlite][read_only]") {
   Scratch scratch;
   scratch.setup("CREATE TABLE t (x); INSERT INTO t VALUES (1)");

@@ -205,8 +205,16 @@ public:
                           AccessMode mode) = 0;
 
   /// Cancels the statement running in execute(), if any; then execute returns
-  /// Refusal{cancelled}. Thread-safe; a no-op when nothing runs.
+  /// Refusal{cancelled}. Thread-safe. When nothing runs, the cancel is kept
+  /// for the next execute() (which then returns Refusal{cancelled} without
+  /// running anything) until arm() forgets it.
   virtual void cancel() noexcept = 0;
+
+  /// Starts a call on this driver: forgets a cancel() that came after the
+  /// previous execute() finished. Called before the caller makes cancel()
+  /// reachable for the new call, so a cancel() that lands before execute()
+  /// has started its statement is not lost. Thread-safe.
+  virtual void arm() noexcept {}
 
   /// Prepares `sql` on the database without running it, as execute would in
   /// `mode`, binding parameters of the kinds in `params` (their kinds choose

@@ -292,6 +292,7 @@ struct Tool::Impl {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled while it waited for a connection."}, {}};
     }
     Driver* driver = lease.get();
+    driver->arm();  // a cancel from here on reaches this call, even before its statement starts
     if (!scope.install([driver] { driver->cancel(); })) {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
     }
