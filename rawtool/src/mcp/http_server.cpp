@@ -623,7 +623,14 @@ void Connection::drain_and_close() {
 void Server::accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code error, tcp::socket socket) {
     if (error == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!error) std::make_shared<Connection>(std::move(socket), *this)->start();
+    if (!error) {
+      // An event stream is written as its head and then one chunk per event.
+      // With Nagle's algorithm each small write after the first waited for
+      // the client's delayed ACK (about 40 ms on Linux), once per call.
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      std::make_shared<Connection>(std::move(socket), *this)->start();
+    }
     accept();
   });
 }
