@@ -736,6 +736,11 @@ void Server::accept() {
       if (!refused_connections_++) log_event(log_, LogLevel::warn, "rejected", "a connection over http.max_connections was closed");
     } else {
       refused_connections_ = 0;
+      // An event stream is written as its head and then one chunk per event.
+      // With Nagle's algorithm each small write after the first waited for
+      // the client's delayed ACK (about 40 ms on Linux), once per call.
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
       std::make_shared<Connection>(std::move(socket), *this)->start();
     }
     accept();
