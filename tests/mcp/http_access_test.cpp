@@ -66,6 +66,13 @@ TEST_CASE("the listen address is HOST:PORT, an IPv6 host in brackets", "[mcp][ht
   CHECK(v6->host == "::1");
   CHECK(v6->port == 0);
   CHECK_FALSE(parse_listen_address("127.0.0.1"));
+  // A port alone is loopback, the default listen address.
+  const auto bare = parse_listen_address("8808");
+  REQUIRE(bare);
+  CHECK(bare->host == "127.0.0.1");
+  CHECK(bare->port == 8808);
+  CHECK_FALSE(parse_listen_address("65536"));
+  CHECK_FALSE(parse_listen_address(""));
   CHECK_FALSE(parse_listen_address(":8808"));
   CHECK_FALSE(parse_listen_address("127.0.0.1:"));
   CHECK_FALSE(parse_listen_address("127.0.0.1:65536"));

@@ -15,7 +15,7 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool mcp [--http HOST:PORT] [--config FILE] [--db URL|PATH] [--log FILE|syslog|stderr]\n"
+    "Usage: rawtool mcp [--http [HOST:]PORT] [--config FILE] [--db URL|PATH] [--log FILE|syslog|stderr]\n"
     "                   [--log-level LEVEL]\n"
     "\n"
     "Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0 over stdio)\n"
@@ -31,15 +31,15 @@ constexpr std::string_view help =
     "tokens it serves only on a loopback address.\n"
     "\n"
     "Options:\n"
-    "  --http HOST:PORT  serve on HTTP (127.0.0.1:8808 is loopback; [::1]:8808 too)\n"
-    "  --config FILE   configuration file (JSON); see the README\n"
-    "  --db URL|PATH   the database, replacing the configuration's first target\n"
+    "  --http [HOST:]PORT  serve on HTTP; a port alone listens on 127.0.0.1\n"
+    "  --config FILE       configuration file (JSON); see the README\n"
+    "  --db URL|PATH       the database, replacing the configuration's first target\n"
     "\n"
     "Exit status: 0 when stdin closed normally (with --http: after SIGTERM or\n"
     "SIGINT), 2 for a usage or configuration\n"
     "error, 1 otherwise.\n";
 
-constexpr std::array<OptionSpec, 5> options{{{"--http", "HOST:PORT"},
+constexpr std::array<OptionSpec, 5> options{{{"--http", "[HOST:]PORT"},
                                              {"--config", "FILE"},
                                              {"--db", "URL|PATH"},
                                              {"--log", "FILE|syslog|stderr"},

@@ -98,6 +98,10 @@ bool origin_allowed(const std::optional<std::string_view>& origin, const std::ve
 }
 
 std::optional<ListenAddress> parse_listen_address(std::string_view text) {
+  // A port alone listens on loopback.
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos) {
+    return parse_listen_address("127.0.0.1:" + std::string(text));
+  }
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) return std::nullopt;
   std::string_view host = text.substr(0, colon);

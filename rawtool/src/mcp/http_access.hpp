@@ -45,7 +45,8 @@ struct Accepted {
 Accepted accepted_types(const std::optional<std::string_view>& accept);
 
 /// `HOST:PORT` as `rawtool mcp --http` takes it: a host name or IPv4 address,
-/// or an IPv6 address in brackets, then a port 0-65535 (0: any free port).
+/// or an IPv6 address in brackets, then a port 0-65535 (0: any free port); or
+/// a port alone, on 127.0.0.1.
 struct ListenAddress {
   std::string host;
   std::uint16_t port = 0;

@@ -271,6 +271,14 @@ describe("refusing to start", () => {
   });
 });
 
+describe("the default listen address", () => {
+  test("a port alone listens on loopback", async () => {
+    const own = await startHttpServer(binary, { databases: [{ path: ":memory:" }] }, { listen: "0" });
+    assert.match(own.url ?? "", /^http:\/\/127\.0\.0\.1:[0-9]+\/mcp$/);
+    assert.equal(await own.stop(), 0);
+  });
+});
+
 // A SQLite statement that runs for about 0.7 s on this machine when idle,
 // inside the 5 s statement timeout and the 5 s grace of a stop.
 const slowSql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500000) SELECT count(*) AS c FROM n";
