@@ -11,9 +11,8 @@
 // One call is one pipeline, sent at once and read in order, so the safety
 // wrapping costs no extra round trips:
 //
-//   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
-//               BEGIN READ ONLY · <statement> ·
-//               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
+//   read-only:  BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) ·
+//               <statement> · ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   read-write: [set_config(timeouts, session) · Sync]   only when they changed
 //               <statement> · Sync                        (commits on its own)
 //               DISCARD ALL · set_config(timeouts, session) · Sync
@@ -33,11 +32,23 @@
 // by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
 // can be created, and COMMIT inside DO or CALL is refused in a transaction
 // block) except what is not transactional: session advisory locks and
-// prepared statements, released and deallocated after it. That is why the
-// timeouts can be session settings, set once per connection: no read-only
-// statement can change them past its call. A read-write statement can, so
-// read-write calls end with DISCARD ALL and set this call's timeouts again
-// right after it, in the same segment.
+// prepared statements, released and deallocated after it, before the Sync.
+//
+// The read-only call keeps nothing in the session between calls, and asks
+// nothing of the session it does not set in the same segment: its timeouts
+// are local to its transaction, and the server process that runs it (which
+// ends a statement that ignores its cancel, and finds a transaction it
+// prepared) is asked inside that transaction. A pooler in transaction mode
+// (PgBouncer) hands each transaction, and each segment up to a Sync that
+// leaves the session idle, to any server connection of its pool: what a
+// read-only call relies on then holds whichever one it gets, and nothing it
+// does stays on that connection for the pooler's next client. PQbackendPID
+// names the pooler's process there, never the server's. A read-write
+// statement commits on its own (it may be one that refuses a transaction
+// block, as VACUUM does), so its timeouts are session settings, and a
+// read-write call ends with DISCARD ALL and sets this call's timeouts again
+// right after it, in the same segment: that needs a session of its own, not
+// a transaction pool.
 //
 // If anything is left over all the same (an open transaction, a failed
 // cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
@@ -370,6 +381,16 @@ private:
   /// holds a large buffer.
   Outcome finish(Call& call, Outcome outcome, bool read_only);
   bool send_text(const char* text);
+  /// Queues BEGIN READ ONLY and the query that sets the call's timeouts in it.
+  bool send_transaction_start(const Call& call);
+  /// Reads what send_transaction_start queued, keeping the server process and
+  /// transaction it names in `call`; false when either failed.
+  bool read_transaction_start(Call& call);
+  /// True when the audit's server process is not the one PQbackendPID names:
+  /// the connection goes through a pooler.
+  [[nodiscard]] bool through_pooler() const;
+  /// The server process running the call's statement, or 0 when it is not known.
+  [[nodiscard]] int statement_backend(const Call& call, bool read_only) const;
   bool send_statement(const Call& call, const std::string& text);
   /// Reads the timeouts' preamble, if it was sent; false when it failed.
   bool read_timeouts(Call& call);
@@ -379,14 +400,17 @@ private:
   /// The refusal read-only mode answers with on this connection, if any: the
   /// session's audit, asked when it is missing or older than audit_lifetime.
   std::optional<Refusal> audit_refusal();
-  /// Ends this connection's backend from a second connection of the same role,
-  /// for a statement that ignored its cancel, then waits for this connection's
-  /// socket to close. True when the backend is known to have ended.
-  bool end_backend();
-  /// After a statement ended rawtool's read-only transaction itself: finds a
-  /// transaction it prepared (by its virtual transaction ID) and rolls it back. The refusal that
-  /// replaces the call's reply, in rawtool's words.
-  Refusal ended_transaction_refusal();
+  /// Ends the server process `pid` from a second connection of the same role,
+  /// for a statement of this connection that ignored its cancel, then waits
+  /// for this connection's socket to close. True when the backend is known to
+  /// have ended.
+  bool end_backend(int pid);
+  /// After a statement ended rawtool's read-only transaction itself: finds the
+  /// transaction it prepared by the virtual transaction ID `transaction` (the
+  /// one the read-only transaction answered with; a prepared transaction keeps
+  /// it) and rolls it back. The refusal that replaces the call's reply, in
+  /// rawtool's words.
+  Refusal ended_transaction_refusal(const std::string& transaction);
 
   /// The timeouts this connection's session holds, as set_config left them.
   struct SessionTimeouts {
@@ -998,8 +1022,7 @@ void ignore_notice(void*, const PGresult*) {}
 
 }  // namespace
 
-bool PostgresDriver::end_backend() {
-  const int pid = PQbackendPID(conn_);
+bool PostgresDriver::end_backend(int pid) {
   if (pid <= 0) return false;
   const auto deadline = Clock::now() + std::chrono::seconds(2);
   // A second connection of the same role may end this one's backend: it is
@@ -1041,27 +1064,24 @@ bool PostgresDriver::end_backend() {
   return true;
 }
 
-Refusal PostgresDriver::ended_transaction_refusal() {
+Refusal PostgresDriver::ended_transaction_refusal(const std::string& transaction) {
   Refusal refusal = refuse(RefusalReason::read_only,
                            "The statement ended rawtool's read-only transaction itself (as COMMIT, ROLLBACK, END, ABORT "
                            "and PREPARE TRANSACTION do), which read-only mode does not allow, so its reply is not shown.");
   if (!audit_ || !audit_->prepared_transactions || conn_ == nullptr) return refusal;
-  // A prepared transaction keeps the virtual transaction ID of the session
-  // that prepared it (its lock on its own transaction ID shows it in
-  // pg_locks): this connection's backend ID, and a local transaction number
-  // above the one the audit saw before this call. Nothing else can have it.
-  const std::string audited = std::to_string(audit_->local_transaction);
-  const char* values[] = {audited.c_str()};
+  // A prepared transaction keeps the virtual transaction ID of the
+  // transaction that prepared it (its lock on its own transaction ID shows it
+  // in pg_locks), and no other transaction ever has that one. It is looked up
+  // by that ID, not by this session's backend: through a transaction pooler
+  // this lookup may run on another server process than the statement did.
+  const char* values[] = {transaction.c_str()};
   Result found(PQexecParams(conn_,
                             "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
                             "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' "
                             "AND x.transactionid = p.transaction AND x.pid IS NULL "
-                            "JOIN pg_catalog.pg_locks me ON me.locktype = 'virtualxid' AND me.pid = pg_catalog.pg_backend_pid() "
-                            "WHERE pg_catalog.split_part(x.virtualtransaction, '/', 1) = "
-                            "pg_catalog.split_part(me.virtualtransaction, '/', 1) "
-                            "AND pg_catalog.split_part(x.virtualtransaction, '/', 2)::bigint > $1::bigint",
+                            "WHERE x.virtualtransaction = $1",
                             1, nullptr, values, nullptr, nullptr, 0));
-  if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
+  if (transaction.empty() || PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
     refusal.explanation +=
         " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
         "for one in pg_prepared_xacts.";
@@ -1106,13 +1126,20 @@ struct PostgresDriver::Call {
   std::string statement;
   Clock::time_point started;
   SessionTimeouts wanted;
-  /// The set_config preamble, sent before the statement when the session's
-  /// timeouts differ (read-only) and after every read-write statement.
+  /// Read-write: the set_config of the session's timeouts, sent before the
+  /// statement when they differ and after every statement. Read-only: the
+  /// first query of the transaction, which sets its timeouts locally and
+  /// answers which server process runs it (see read_transaction_start).
   std::string timeouts;
   bool set_timeouts = false;
   NoticeSink notices;   ///< the statement's
   NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
   bool clean = true;    ///< every wrapping step answered as expected
+  /// The server process that ran the read-only transaction, and its virtual
+  /// transaction ID when the server can prepare transactions, as the
+  /// transaction answered: 0 and empty until it has.
+  int server_pid = 0;
+  std::string server_transaction;
 };
 
 namespace {
@@ -1136,9 +1163,42 @@ bool PostgresDriver::send_text(const char* text) {
   return PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
 }
 
+bool PostgresDriver::send_transaction_start(const Call& call) {
+  if (!send_text("BEGIN READ ONLY") || !send_text(call.timeouts.c_str())) return false;
+  // The server holds its replies until the Sync, so a statement that never
+  // ends would keep its process ID from us. Only a pooled connection needs
+  // it (see statement_backend); elsewhere the flush's extra packet is saved.
+  return !through_pooler() || PQsendFlushRequest(conn_) == 1;
+}
+
+bool PostgresDriver::through_pooler() const {
+  return audit_ && audit_->backend_pid != PQbackendPID(conn_);
+}
+
+int PostgresDriver::statement_backend(const Call& call, bool read_only) const {
+  if (read_only && call.server_pid != 0) return call.server_pid;
+  // On a direct connection the server named its process when the connection
+  // began. Through a pooler that is the pooler's key, which may be any
+  // process's ID: unknown then, rather than a guess that ends someone else's.
+  return through_pooler() ? 0 : PQbackendPID(conn_);
+}
+
 bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
   return PQsendQueryParams(conn_, text.c_str(), static_cast<int>(call.bound.values.size()), call.bound.types.data(),
                            call.bound.values.data(), nullptr, nullptr, 0) == 1;
+}
+
+bool PostgresDriver::read_transaction_start(Call& call) {
+  bool ok = drain_query();  // BEGIN READ ONLY
+  bool answered = false;
+  while (Result result = next_result()) {
+    const PGresult* r = result.get();
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) continue;
+    const char* pid = PQgetvalue(r, 0, 0);
+    answered = std::from_chars(pid, pid + std::strlen(pid), call.server_pid).ec == std::errc{};
+    if (PQnfields(r) > 1) call.server_transaction = PQgetvalue(r, 0, PQnfields(r) - 1);
+  }
+  return ok && answered && stop_ == Stop::none;
 }
 
 bool PostgresDriver::read_timeouts(Call& call) {
@@ -1149,24 +1209,23 @@ bool PostgresDriver::read_timeouts(Call& call) {
 }
 
 // Read-only: one pipeline, one Sync, one round trip:
-//   [set_config(timeouts) · Sync]  BEGIN READ ONLY · DECLARE cursor FOR
+//   BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) · DECLARE cursor FOR
 //   <statement> · FETCH max_rows + 1 · ROLLBACK · unlock · DEALLOCATE ALL · Sync
 // Through the cursor the server makes only the rows the cap can use, where the
 // statement's plan streams. A statement a cursor cannot hold (EXPLAIN, SHOW,
 // COMMIT, ...) costs one more round trip: run as it is, in a new transaction:
-//   ROLLBACK · BEGIN READ ONLY · <statement> · cleanup · Sync
+//   ROLLBACK · BEGIN READ ONLY · set_config · <statement> · cleanup · Sync
+// A pooler keeps the failed transaction's server connection for that second
+// segment: a session in a failed transaction block is not idle.
 Outcome PostgresDriver::run_read_only(Call& call) {
   const std::string declare = std::string(cursor_prefix) + call.statement;
   const std::string fetch = fmt::format("FETCH FORWARD {} FROM rawtool_cursor", call.limits.max_rows + 1);
 
-  bool sent = PQenterPipelineMode(conn_) == 1;
-  if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
-  sent = sent && send_text("BEGIN READ ONLY") && send_statement(call, declare) && send_text(fetch.c_str()) &&
-         send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
+  bool sent = PQenterPipelineMode(conn_) == 1 && send_transaction_start(call) && send_statement(call, declare) &&
+              send_text(fetch.c_str()) && send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
   if (!sent) return broken_connection();
 
-  call.clean = read_timeouts(call);
-  call.clean = drain_query() && call.clean;  // BEGIN READ ONLY
+  call.clean = read_transaction_start(call);
   bool as_cursor = true;
   std::optional<Outcome> outcome;
   if (Result declared = next_result(); declared != nullptr) {
@@ -1202,11 +1261,11 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     call.notices.budget = call.limits.max_notice_bytes;
     call.wrapping = NoticeSink{};
     notices_ = &call.notices;
-    sent = send_text("ROLLBACK") && send_text("BEGIN READ ONLY") && send_statement(call, call.statement) &&
+    sent = send_text("ROLLBACK") && send_transaction_start(call) && send_statement(call, call.statement) &&
            send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
     if (!sent) return broken_connection();
     call.clean = drain_query() && call.clean;  // ROLLBACK
-    call.clean = drain_query() && call.clean;  // BEGIN READ ONLY
+    call.clean = read_transaction_start(call) && call.clean;
     outcome = read_statement(call.limits, call.started, false);
     notices_ = &call.wrapping;
   }
@@ -1282,17 +1341,29 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .wanted = {limits.statement_timeout, limits.lock_timeout, limits.statement_timeout + client_grace * 2},
             .timeouts = {},
             .notices = {},
-            .wrapping = {}};
-  call.set_timeouts = session_timeouts_ != call.wanted;
-  if (call.set_timeouts || !read_only) {
-    call.timeouts = fmt::format(
-        "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', "
-        "'{}', false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
-        call.wanted.statement.count(), call.wanted.lock.count(), call.wanted.idle_in_transaction.count());
-    if (PQserverVersion(conn_) >= 140000) {
-      call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', false)",
-                                   client_check_interval.count());
-    }
+            .wrapping = {},
+            .clean = true,
+            .server_pid = 0,
+            .server_transaction = {}};
+  // Read-only: local to the transaction, so that no setting outlives the call
+  // on whichever server connection ran it. Read-write: the session's.
+  call.set_timeouts = !read_only && session_timeouts_ != call.wanted;
+  const std::string_view local = read_only ? "true" : "false";
+  call.timeouts = fmt::format(
+      "SELECT {}pg_catalog.set_config('statement_timeout', '{}', {}), pg_catalog.set_config('lock_timeout', "
+      "'{}', {}), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', {})",
+      read_only ? "pg_catalog.pg_backend_pid(), " : "", call.wanted.statement.count(), local,
+      call.wanted.lock.count(), local, call.wanted.idle_in_transaction.count(), local);
+  if (PQserverVersion(conn_) >= 140000) {
+    call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', {})",
+                                 client_check_interval.count(), local);
+  }
+  // A transaction prepared by the statement is found by this ID (see
+  // ended_transaction_refusal). Asked only where one can be prepared: reading
+  // pg_locks is the dearest part of the query.
+  if (read_only && audit_ && audit_->prepared_transactions) {
+    call.timeouts += ", (SELECT virtualtransaction FROM pg_catalog.pg_locks WHERE locktype = 'virtualxid' "
+                     "AND pid = pg_catalog.pg_backend_pid())";
   }
   call.notices.budget = limits.max_notice_bytes;
 
@@ -1375,7 +1446,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     // The server did not stop the statement when asked (a statement can catch
     // the cancel and go on): it is ended from another connection, and this
     // connection is never used again.
-    const bool ended = end_backend();
+    const bool ended = end_backend(statement_backend(call, read_only));
     const bool cancelled = cancel_requested_.load();
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
@@ -1400,7 +1471,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     }
   }
   if (ended_transaction) {
-    Refusal violation = ended_transaction_refusal();
+    Refusal violation = ended_transaction_refusal(call.server_transaction);
     // The database's own failure (a PREPARE TRANSACTION the server refused)
     // stays its reply; anything else the statement produced is replaced.
     if (!std::holds_alternative<Failure>(outcome)) outcome = std::move(violation);
