@@ -916,10 +916,12 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
       !command_ok(Result(PQexec(conn_, "SET LOCAL statement_timeout = 10000")))) {
     return broken_connection();
   }
-  // Prepared statements outlive a rollback: both go with it.
+  // Prepared statements outlive a rollback: both go with it, in one message,
+  // so that a transaction pooler, which may hand the session's next message
+  // to another server connection once the rollback leaves it idle, cannot
+  // leave the statements behind on this one.
   const auto end = [&]() -> bool {
-    return command_ok(Result(PQexec(conn_, "ROLLBACK"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
-           command_ok(Result(PQexec(conn_, "DEALLOCATE ALL")));
+    return command_ok(Result(PQexec(conn_, "ROLLBACK; DEALLOCATE ALL"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE;
   };
   const auto failed = [&](const Result& result) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
     if (PQstatus(conn_) == CONNECTION_BAD || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
