@@ -11,7 +11,11 @@
 // One call is one pipeline, sent at once and read in order, so the safety
 // wrapping costs no extra round trips:
 //
-//   read-only:  BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) ·
+//   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
+//               BEGIN READ ONLY · <statement> ·
+//               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
+//   through a pooler:
+//               BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) · Flush ·
 //               <statement> · ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   read-write: [set_config(timeouts, session) · Sync]   only when they changed
 //               <statement> · Sync                        (commits on its own)
@@ -34,16 +38,19 @@
 // block) except what is not transactional: session advisory locks and
 // prepared statements, released and deallocated after it, before the Sync.
 //
-// The read-only call keeps nothing in the session between calls, and asks
-// nothing of the session it does not set in the same segment: its timeouts
-// are local to its transaction, and the server process that runs it (which
-// ends a statement that ignores its cancel, and finds a transaction it
-// prepared) is asked inside that transaction. A pooler in transaction mode
-// (PgBouncer) hands each transaction, and each segment up to a Sync that
-// leaves the session idle, to any server connection of its pool: what a
-// read-only call relies on then holds whichever one it gets, and nothing it
-// does stays on that connection for the pooler's next client. PQbackendPID
-// names the pooler's process there, never the server's. A read-write
+// No read-only statement can change the session past its call, which is
+// why its timeouts can be session settings, set once per connection. That
+// holds on a session of one's own. A pooler in transaction mode (PgBouncer)
+// hands each transaction, and each segment up to a Sync that leaves the
+// session idle, to any server connection of its pool: session timeouts would
+// stay behind for the pooler's next client and be missing where the next
+// call runs, and PQbackendPID names the pooler's key, not the process that
+// runs the statement. A connection is known to go through one when the
+// audit's pg_backend_pid() is not PQbackendPID; its read-only calls then set
+// their timeouts local to their transaction, in a query that also answers
+// which server process runs it (which a statement that ignores its cancel is
+// ended by), and nothing of theirs stays on the connection. That query costs
+// each call a statement, which direct connections are spared. A read-write
 // statement commits on its own (it may be one that refuses a transaction
 // block, as VACUUM does), so its timeouts are session settings, and a
 // read-write call ends with DISCARD ALL and sets this call's timeouts again
@@ -331,6 +338,8 @@ public:
 private:
   enum class Stop { none, deadline_cancel, gave_up, broken, abandoned };
 
+  struct Call;
+
   std::optional<Unavailable> connect();
   void disconnect() noexcept;
   void on_notice(const PGresult* notice);
@@ -360,6 +369,9 @@ private:
   /// everything a read-only statement can leave behind (see the file comment).
   bool send_read_only_cleanup();
   static constexpr int read_only_cleanup_queries = 3;
+  /// Where a statement can prepare its transaction, the read-only transaction
+  /// answers when it began (see ended_transaction_refusal).
+  [[nodiscard]] bool finds_prepared_transactions() const { return audit_ && audit_->prepared_transactions; }
   /// The database's failure, its fields copied; a failure whose fields pass
   /// limits.max_bytes keeps a prefix of each and their size and digest
   /// (Failure::withheld).
@@ -372,7 +384,6 @@ private:
   /// deferred constraint or trigger): then the outcome is that failure, not
   /// the rows. False when the Sync did not come as expected.
   bool read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started);
-  struct Call;
   Outcome run_read_only(Call& call);
   Outcome run_read_write(Call& call);
   /// What every call does after its pipeline: notices to the outcome, the
@@ -405,12 +416,10 @@ private:
   /// for this connection's socket to close. True when the backend is known to
   /// have ended.
   bool end_backend(int pid);
-  /// After a statement ended rawtool's read-only transaction itself: finds the
-  /// transaction it prepared by the virtual transaction ID `transaction` (the
-  /// one the read-only transaction answered with; a prepared transaction keeps
-  /// it) and rolls it back. The refusal that replaces the call's reply, in
-  /// rawtool's words.
-  Refusal ended_transaction_refusal(const std::string& transaction);
+  /// After a statement ended rawtool's read-only transaction itself: finds a
+  /// transaction it prepared, by what the call's wrapping answered, and rolls
+  /// it back. The refusal that replaces the call's reply, in rawtool's words.
+  Refusal ended_transaction_refusal(const Call& call);
 
   /// The timeouts this connection's session holds, as set_config left them.
   struct SessionTimeouts {
@@ -1024,6 +1033,35 @@ void ignore_notice(void*, const PGresult*) {}
 
 }  // namespace
 
+/// What one call sends and what it has learnt so far, passed between the
+/// steps of execute.
+struct PostgresDriver::Call {
+  const Limits& limits;
+  const BoundParameters& bound;
+  std::string statement;
+  Clock::time_point started;
+  SessionTimeouts wanted;
+  /// Read-write: the set_config of the session's timeouts, sent before the
+  /// statement when they differ and after every statement. Read-only: the
+  /// first query of the transaction, which sets its timeouts locally and
+  /// answers which server process runs it (see read_transaction_start).
+  std::string timeouts;
+  bool set_timeouts = false;
+  NoticeSink notices;   ///< the statement's
+  NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
+  bool clean = true;    ///< every wrapping step answered as expected
+  /// A read-only call through a pooler (see through_pooler): its timeouts are
+  /// set by the first query of its transaction, which also answers which
+  /// server process runs it.
+  bool pooled = false;
+  /// The server process that ran the pooled read-only transaction, as the
+  /// transaction answered: 0 until it has, and on a direct connection.
+  int server_pid = 0;
+  /// Where a statement can prepare its transaction: when the read-only
+  /// transaction began, as the server answered; empty until it has.
+  std::string transaction_started;
+};
+
 bool PostgresDriver::end_backend(int pid) {
   if (pid <= 0) return false;
   const auto deadline = Clock::now() + std::chrono::seconds(2);
@@ -1066,24 +1104,46 @@ bool PostgresDriver::end_backend(int pid) {
   return true;
 }
 
-Refusal PostgresDriver::ended_transaction_refusal(const std::string& transaction) {
+Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
   Refusal refusal = refuse(RefusalReason::read_only,
                            "The statement ended rawtool's read-only transaction itself (as COMMIT, ROLLBACK, END, ABORT "
                            "and PREPARE TRANSACTION do), which read-only mode does not allow, so its reply is not shown.");
-  if (!audit_ || !audit_->prepared_transactions || conn_ == nullptr) return refusal;
+  if (!finds_prepared_transactions() || conn_ == nullptr) return refusal;
   // A prepared transaction keeps the virtual transaction ID of the
   // transaction that prepared it (its lock on its own transaction ID shows it
-  // in pg_locks), and no other transaction ever has that one. It is looked up
-  // by that ID, not by this session's backend: through a transaction pooler
-  // this lookup may run on another server process than the statement did.
-  const char* values[] = {transaction.c_str()};
-  Result found(PQexecParams(conn_,
-                            "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
-                            "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' "
-                            "AND x.transactionid = p.transaction AND x.pid IS NULL "
-                            "WHERE x.virtualtransaction = $1",
-                            1, nullptr, values, nullptr, nullptr, 0));
-  if (transaction.empty() || PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
+  // in pg_locks), whose first part is the backend ID of the session. No other
+  // session holds that ID while this one lives, so a transaction prepared
+  // with this session's backend ID since this session began is the
+  // statement's. When this lookup runs on the server process that ran the
+  // statement (always on a direct connection) that is what it matches.
+  // Through a transaction pooler it can run on another one, which cannot ask
+  // for the backend ID of an idle process (reading pg_locks in every call
+  // would cost every call more than the whole of its wrapping): it then
+  // takes every transaction prepared in this database since the statement's
+  // began, and the rollback succeeds only for those of a role this session
+  // may end (its own, which the audit asks to be rawtool's alone). A
+  // statement that prepared one was refused either way.
+  if (call.pooled && (call.transaction_started.empty() || call.server_pid == 0)) {
+    refusal.explanation +=
+        " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
+        "for one in pg_prepared_xacts.";
+    disconnect();
+    return refusal;
+  }
+  const std::string pid = std::to_string(call.server_pid);
+  const char* values[] = {call.pooled ? call.transaction_started.c_str() : nullptr, pid.c_str()};
+  Result found(PQexecParams(
+      conn_,
+      "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
+      "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' AND x.transactionid = p.transaction AND x.pid IS NULL "
+      "LEFT JOIN pg_catalog.pg_locks me ON me.locktype = 'virtualxid' AND me.pid = pg_catalog.pg_backend_pid() "
+      "WHERE p.database = pg_catalog.current_database() AND CASE "
+      "WHEN $2::integer = 0 OR $2::integer = pg_catalog.pg_backend_pid() THEN "
+      "pg_catalog.split_part(x.virtualtransaction, '/', 1) = pg_catalog.split_part(me.virtualtransaction, '/', 1) "
+      "AND p.prepared >= (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid()) "
+      "ELSE p.prepared >= $1::timestamptz END",
+      2, nullptr, values, nullptr, nullptr, 0));
+  if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
     refusal.explanation +=
         " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
         "for one in pg_prepared_xacts.";
@@ -1120,29 +1180,6 @@ Refusal PostgresDriver::ended_transaction_refusal(const std::string& transaction
   return refusal;
 }
 
-/// What one call sends and what it has learnt so far, passed between the
-/// steps of execute.
-struct PostgresDriver::Call {
-  const Limits& limits;
-  const BoundParameters& bound;
-  std::string statement;
-  Clock::time_point started;
-  SessionTimeouts wanted;
-  /// Read-write: the set_config of the session's timeouts, sent before the
-  /// statement when they differ and after every statement. Read-only: the
-  /// first query of the transaction, which sets its timeouts locally and
-  /// answers which server process runs it (see read_transaction_start).
-  std::string timeouts;
-  bool set_timeouts = false;
-  NoticeSink notices;   ///< the statement's
-  NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
-  bool clean = true;    ///< every wrapping step answered as expected
-  /// The server process that ran the read-only transaction, and its virtual
-  /// transaction ID when the server can prepare transactions, as the
-  /// transaction answered: 0 and empty until it has.
-  int server_pid = 0;
-  std::string server_transaction;
-};
 
 namespace {
 
@@ -1166,11 +1203,11 @@ bool PostgresDriver::send_text(const char* text) {
 }
 
 bool PostgresDriver::send_transaction_start(const Call& call) {
-  if (!send_text("BEGIN READ ONLY") || !send_text(call.timeouts.c_str())) return false;
+  if (!send_text("BEGIN READ ONLY")) return false;
+  if (!call.pooled) return true;
   // The server holds its replies until the Sync, so a statement that never
-  // ends would keep its process ID from us. Only a pooled connection needs
-  // it (see statement_backend); elsewhere the flush's extra packet is saved.
-  return !through_pooler() || PQsendFlushRequest(conn_) == 1;
+  // ends would keep its process ID from us without the flush.
+  return send_text(call.timeouts.c_str()) && PQsendFlushRequest(conn_) == 1;
 }
 
 bool PostgresDriver::through_pooler() const {
@@ -1192,13 +1229,14 @@ bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
 
 bool PostgresDriver::read_transaction_start(Call& call) {
   bool ok = drain_query();  // BEGIN READ ONLY
+  if (!call.pooled) return ok;
   bool answered = false;
   while (Result result = next_result()) {
     const PGresult* r = result.get();
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) continue;
     const char* pid = PQgetvalue(r, 0, 0);
     answered = std::from_chars(pid, pid + std::strlen(pid), call.server_pid).ec == std::errc{};
-    if (PQnfields(r) > 1) call.server_transaction = PQgetvalue(r, 0, PQnfields(r) - 1);
+    if (finds_prepared_transactions()) call.transaction_started = PQgetvalue(r, 0, PQnfields(r) - 1);
   }
   return ok && answered && stop_ == Stop::none;
 }
@@ -1223,11 +1261,14 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   const std::string declare = std::string(cursor_prefix) + call.statement;
   const std::string fetch = fmt::format("FETCH FORWARD {} FROM rawtool_cursor", call.limits.max_rows + 1);
 
-  bool sent = PQenterPipelineMode(conn_) == 1 && send_transaction_start(call) && send_statement(call, declare) &&
-              send_text(fetch.c_str()) && send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
+  bool sent = PQenterPipelineMode(conn_) == 1;
+  if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
+  sent = sent && send_transaction_start(call) && send_statement(call, declare) && send_text(fetch.c_str()) &&
+         send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
   if (!sent) return broken_connection();
 
-  call.clean = read_transaction_start(call);
+  call.clean = read_timeouts(call);
+  call.clean = read_transaction_start(call) && call.clean;
   bool as_cursor = true;
   std::optional<Outcome> outcome;
   if (Result declared = next_result(); declared != nullptr) {
@@ -1345,27 +1386,30 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .notices = {},
             .wrapping = {},
             .clean = true,
+            .pooled = false,
             .server_pid = 0,
-            .server_transaction = {}};
-  // Read-only: local to the transaction, so that no setting outlives the call
-  // on whichever server connection ran it. Read-write: the session's.
-  call.set_timeouts = !read_only && session_timeouts_ != call.wanted;
-  const std::string_view local = read_only ? "true" : "false";
-  call.timeouts = fmt::format(
-      "SELECT {}pg_catalog.set_config('statement_timeout', '{}', {}), pg_catalog.set_config('lock_timeout', "
-      "'{}', {}), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', {})",
-      read_only ? "pg_catalog.pg_backend_pid(), " : "", call.wanted.statement.count(), local,
-      call.wanted.lock.count(), local, call.wanted.idle_in_transaction.count(), local);
-  if (PQserverVersion(conn_) >= 140000) {
-    call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', {})",
-                                 client_check_interval.count(), local);
-  }
-  // A transaction prepared by the statement is found by this ID (see
-  // ended_transaction_refusal). Asked only where one can be prepared: reading
-  // pg_locks is the dearest part of the query.
-  if (read_only && audit_ && audit_->prepared_transactions) {
-    call.timeouts += ", (SELECT virtualtransaction FROM pg_catalog.pg_locks WHERE locktype = 'virtualxid' "
-                     "AND pid = pg_catalog.pg_backend_pid())";
+            .transaction_started = {}};
+  // Through a pooler the read-only timeouts are local to the transaction, so
+  // that no setting outlives the call on whichever server connection ran it;
+  // elsewhere they are the session's, sent only when they change, which
+  // saves every call a statement (tests/bench/drivers: select1_pipe_full_one_sync
+  // against select1_pipe_full_local_timeouts).
+  call.pooled = read_only && through_pooler();
+  call.set_timeouts = !call.pooled && session_timeouts_ != call.wanted;
+  if (call.pooled || call.set_timeouts || !read_only) {
+    const std::string_view local = call.pooled ? "true" : "false";
+    call.timeouts = fmt::format(
+        "SELECT {}pg_catalog.set_config('statement_timeout', '{}', {}), pg_catalog.set_config('lock_timeout', "
+        "'{}', {}), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', {})",
+        call.pooled ? "pg_catalog.pg_backend_pid(), " : "", call.wanted.statement.count(), local,
+        call.wanted.lock.count(), local, call.wanted.idle_in_transaction.count(), local);
+    if (PQserverVersion(conn_) >= 140000) {
+      call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', {})",
+                                   client_check_interval.count(), local);
+    }
+    // When the transaction began: a transaction the statement prepares was
+    // prepared after it (see ended_transaction_refusal).
+    if (call.pooled && finds_prepared_transactions()) call.timeouts += ", pg_catalog.transaction_timestamp()::text";
   }
   call.notices.budget = limits.max_notice_bytes;
 
@@ -1473,7 +1517,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     }
   }
   if (ended_transaction) {
-    Refusal violation = ended_transaction_refusal(call.server_transaction);
+    Refusal violation = ended_transaction_refusal(call);
     // The database's own failure (a PREPARE TRANSACTION the server refused)
     // stays its reply; anything else the statement produced is replaced.
     if (!std::holds_alternative<Failure>(outcome)) outcome = std::move(violation);
