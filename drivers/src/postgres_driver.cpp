@@ -1041,10 +1041,10 @@ struct PostgresDriver::Call {
   std::string statement;
   Clock::time_point started;
   SessionTimeouts wanted;
-  /// Read-write: the set_config of the session's timeouts, sent before the
-  /// statement when they differ and after every statement. Read-only: the
-  /// first query of the transaction, which sets its timeouts locally and
-  /// answers which server process runs it (see read_transaction_start).
+  /// The set_config of the timeouts: the session's, sent before the statement
+  /// when they differ (and after every read-write statement); through a
+  /// pooler, the read-only transaction's first query, which sets them local
+  /// to it and answers which server process runs it (see read_transaction_start).
   std::string timeouts;
   bool set_timeouts = false;
   NoticeSink notices;   ///< the statement's
@@ -1249,12 +1249,14 @@ bool PostgresDriver::read_timeouts(Call& call) {
 }
 
 // Read-only: one pipeline, one Sync, one round trip:
-//   BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) · DECLARE cursor FOR
+//   [set_config(timeouts) · Sync]  BEGIN READ ONLY · DECLARE cursor FOR
 //   <statement> · FETCH max_rows + 1 · ROLLBACK · unlock · DEALLOCATE ALL · Sync
+// (through a pooler: no session timeouts; after BEGIN READ ONLY, the query
+// that sets them local to the transaction, and a Flush).
 // Through the cursor the server makes only the rows the cap can use, where the
 // statement's plan streams. A statement a cursor cannot hold (EXPLAIN, SHOW,
 // COMMIT, ...) costs one more round trip: run as it is, in a new transaction:
-//   ROLLBACK · BEGIN READ ONLY · set_config · <statement> · cleanup · Sync
+//   ROLLBACK · BEGIN READ ONLY · [pooled: set_config · Flush] · <statement> · cleanup · Sync
 // A pooler keeps the failed transaction's server connection for that second
 // segment: a session in a failed transaction block is not idle.
 Outcome PostgresDriver::run_read_only(Call& call) {
