@@ -6,16 +6,21 @@
 // the test server (pgbouncer.hpp); the checks of what is left behind are made
 // on the server directly (pg_admin) and through PgBouncer on every server
 // connection of the pool.
+#include "oracle.hpp"
 #include "outcome_checks.hpp"
 #include "pg_server.hpp"
 #include "pgbouncer.hpp"
+#include "temp_dir.hpp"
 #include "untrusted_bytes.hpp"
 
+#include <rawtool/config.hpp>
 #include <rawtool/driver.hpp>
+#include <rawtool/tool.hpp>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <future>
@@ -329,4 +334,40 @@ TEST_CASE("through PgBouncer, describe leaves no prepared statement on any serve
   const Seen seen = through_other_client(bouncer->url_for(*url), "(SELECT count(*) FROM pg_prepared_statements)");
   CHECK(seen.servers.size() == 2);
   CHECK(seen.values == std::set<std::string>{"0"});
+}
+
+TEST_CASE("through PgBouncer, a configured rawtool's reply carries the statement's notices, its time limit and its "
+          "refused writes",
+          "[postgres][pgbouncer][tool]") {
+  const auto bouncer = PgBouncer::start(2);
+  if (!bouncer) return;
+  const auto url = pg_url(true);
+  rawtool::test::TempDir dir;
+  const nlohmann::json config = {
+      {"databases",
+       {{{"url", bouncer->url_for(*url)}, {"pool_size", 1}, {"limits", {{"statement_timeout_ms", 300}}}}}}};
+  dir.write("rawtool.json", config.dump());
+  auto tool = rawtool::Tool::open(rawtool::load_config(dir.path() / "rawtool.json"), rawtool::ToolOptions{});
+
+  const rawtool::Reply noisy = tool->raw("DO $$BEGIN RAISE NOTICE 'drivers_pgb % from the tool', 2; END$$");
+  INFO(noisy.text());
+  REQUIRE_FALSE(noisy.is_error());
+  const auto fields = rawtool::test::quoted_fields(noisy.text());
+  REQUIRE_FALSE(fields.empty());
+  CHECK(fields[0] == std::pair<std::string, std::string>{"notice 1 message", "drivers_pgb 2 from the tool"});
+  REQUIRE(noisy.structured()["notices"].size() == 1);
+  CHECK(noisy.structured()["notices"][0]["message"] == "drivers_pgb 2 from the tool");
+
+  const auto started = std::chrono::steady_clock::now();
+  const rawtool::Reply slow = tool->raw("SELECT pg_sleep(30)");
+  CHECK(std::chrono::steady_clock::now() - started < 1500ms);
+  CHECK(slow.is_error());
+  CHECK(slow.structured()["reason"] == "timeout");
+
+  const rawtool::Reply write = tool->raw("CREATE TABLE drivers_pgb_tool_made (x int)");
+  CHECK(write.is_error());
+  CHECK(pg_admin("SELECT count(*) FROM pg_class WHERE relname = 'drivers_pgb_tool_made'") == "0");
+  // The pool's server connections carry nothing of these calls.
+  const Seen others = through_other_client(bouncer->url_for(*url), timeout_settings);
+  CHECK(others.values == std::set<std::string>{pg_admin(fmt::format("SELECT {}", timeout_settings))});
 }
