@@ -102,12 +102,11 @@ UNION ALL SELECT 'shared_role', pg_catalog.count(*)::text FROM pg_catalog.pg_sta
     AND a.usesysid IN (SELECT oid FROM reach) AND a.application_name IS DISTINCT FROM 'rawtool'
   HAVING pg_catalog.count(*) > 0
 UNION ALL SELECT 'setting.server_version', pg_catalog.current_setting('server_version')
+UNION ALL SELECT 'setting.backend_pid', pg_catalog.pg_backend_pid()::text
 UNION ALL SELECT 'setting.server_encoding', pg_catalog.current_setting('server_encoding')
 UNION ALL SELECT 'setting.session_user', session_user::text
 UNION ALL SELECT 'setting.max_prepared_transactions', pg_catalog.current_setting('max_prepared_transactions')
 UNION ALL SELECT 'setting.wal_level', pg_catalog.current_setting('wal_level')
-UNION ALL SELECT 'setting.virtualtransaction', virtualtransaction FROM pg_catalog.pg_locks
-  WHERE locktype = 'virtualxid' AND pid = pg_catalog.pg_backend_pid()
 )sql";
 
 struct KindWords {
@@ -202,7 +201,9 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
     const char* value = PQgetvalue(result.get(), row, 1);
     const auto length = static_cast<std::size_t>(PQgetlength(result.get(), row, 1));
     const std::string_view text(value, length);
-    if (code == "setting.server_version") {
+    if (code == "setting.backend_pid") {
+      if (std::from_chars(text.data(), text.data() + text.size(), audit.backend_pid).ec != std::errc{}) return std::nullopt;
+    } else if (code == "setting.server_version") {
       audit.report.server_version = Untrusted(text);
     } else if (code == "setting.server_encoding") {
       audit.report.encoding = Untrusted(text);
@@ -212,11 +213,6 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
       audit.prepared_transactions = text != "0";
     } else if (code == "setting.wal_level") {
       wal_level = std::string(text);
-    } else if (code == "setting.virtualtransaction") {
-      const std::string_view local = text.substr(text.find('/') + 1);
-      if (std::from_chars(local.data(), local.data() + local.size(), audit.local_transaction).ec != std::errc{}) {
-        return std::nullopt;
-      }
     } else if (code == "shared_role") {
       std::from_chars(text.data(), text.data() + text.size(), shared_sessions);
     } else if (const KindWords* words = words_for(code)) {

@@ -14,6 +14,9 @@
 //   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
 //               BEGIN READ ONLY · <statement> ·
 //               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
+//   through a pooler:
+//               BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) · Flush ·
+//               <statement> · ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   read-write: [set_config(timeouts, session) · Sync]   only when they changed
 //               <statement> · Sync                        (commits on its own)
 //               DISCARD ALL · set_config(timeouts, session) · Sync
@@ -33,11 +36,26 @@
 // by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
 // can be created, and COMMIT inside DO or CALL is refused in a transaction
 // block) except what is not transactional: session advisory locks and
-// prepared statements, released and deallocated after it. That is why the
-// timeouts can be session settings, set once per connection: no read-only
-// statement can change them past its call. A read-write statement can, so
-// read-write calls end with DISCARD ALL and set this call's timeouts again
-// right after it, in the same segment.
+// prepared statements, released and deallocated after it, before the Sync.
+//
+// No read-only statement can change the session past its call, which is
+// why its timeouts can be session settings, set once per connection. That
+// holds on a session of one's own. A pooler in transaction mode (PgBouncer)
+// hands each transaction, and each segment up to a Sync that leaves the
+// session idle, to any server connection of its pool: session timeouts would
+// stay behind for the pooler's next client and be missing where the next
+// call runs, and PQbackendPID names the pooler's key, not the process that
+// runs the statement. A connection is known to go through one when the
+// audit's pg_backend_pid() is not PQbackendPID; its read-only calls then set
+// their timeouts local to their transaction, in a query that also answers
+// which server process runs it (which a statement that ignores its cancel is
+// ended by), and nothing of theirs stays on the connection. That query costs
+// each call a statement, which direct connections are spared. A read-write
+// statement commits on its own (it may be one that refuses a transaction
+// block, as VACUUM does), so its timeouts are session settings, and a
+// read-write call ends with DISCARD ALL and sets this call's timeouts again
+// right after it, in the same segment: that needs a session of its own, not
+// a transaction pool.
 //
 // If anything is left over all the same (an open transaction, a failed
 // cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
@@ -330,6 +348,8 @@ public:
 private:
   enum class Stop { none, deadline_cancel, gave_up, broken, abandoned };
 
+  struct Call;
+
   std::optional<Unavailable> connect();
   void disconnect() noexcept;
   void on_notice(const PGresult* notice);
@@ -359,6 +379,9 @@ private:
   /// everything a read-only statement can leave behind (see the file comment).
   bool send_read_only_cleanup();
   static constexpr int read_only_cleanup_queries = 3;
+  /// Where a statement can prepare its transaction, the read-only transaction
+  /// answers when it began (see ended_transaction_refusal).
+  [[nodiscard]] bool finds_prepared_transactions() const { return audit_ && audit_->prepared_transactions; }
   /// The database's failure, its fields copied; a failure whose fields pass
   /// limits.max_bytes keeps a prefix of each and their size and digest
   /// (Failure::withheld).
@@ -371,7 +394,6 @@ private:
   /// deferred constraint or trigger): then the outcome is that failure, not
   /// the rows. False when the Sync did not come as expected.
   bool read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started);
-  struct Call;
   Outcome run_read_only(Call& call);
   Outcome run_read_write(Call& call);
   /// What every call does after its pipeline: notices to the outcome, the
@@ -380,6 +402,16 @@ private:
   /// holds a large buffer.
   Outcome finish(Call& call, Outcome outcome, bool read_only);
   bool send_text(const char* text);
+  /// Queues BEGIN READ ONLY and the query that sets the call's timeouts in it.
+  bool send_transaction_start(const Call& call);
+  /// Reads what send_transaction_start queued, keeping the server process and
+  /// transaction it names in `call`; false when either failed.
+  bool read_transaction_start(Call& call);
+  /// True when the audit's server process is not the one PQbackendPID names:
+  /// the connection goes through a pooler.
+  [[nodiscard]] bool through_pooler() const;
+  /// The server process running the call's statement, or 0 when it is not known.
+  [[nodiscard]] int statement_backend(const Call& call, bool read_only) const;
   bool send_statement(const Call& call, const std::string& text);
   /// Reads the timeouts' preamble, if it was sent; false when it failed.
   bool read_timeouts(Call& call);
@@ -389,14 +421,15 @@ private:
   /// The refusal read-only mode answers with on this connection, if any: the
   /// session's audit, asked when it is missing or older than audit_lifetime.
   std::optional<Refusal> audit_refusal();
-  /// Ends this connection's backend from a second connection of the same role,
-  /// for a statement that ignored its cancel, then waits for this connection's
-  /// socket to close. True when the backend is known to have ended.
-  bool end_backend();
+  /// Ends the server process `pid` from a second connection of the same role,
+  /// for a statement of this connection that ignored its cancel, then waits
+  /// for this connection's socket to close. True when the backend is known to
+  /// have ended.
+  bool end_backend(int pid);
   /// After a statement ended rawtool's read-only transaction itself: finds a
-  /// transaction it prepared (by its virtual transaction ID) and rolls it back. The refusal that
-  /// replaces the call's reply, in rawtool's words.
-  Refusal ended_transaction_refusal();
+  /// transaction it prepared, by what the call's wrapping answered, and rolls
+  /// it back. The refusal that replaces the call's reply, in rawtool's words.
+  Refusal ended_transaction_refusal(const Call& call);
 
   /// The timeouts this connection's session holds, as set_config left them.
   struct SessionTimeouts {
@@ -903,10 +936,12 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
       !command_ok(Result(PQexec(conn_, "SET LOCAL statement_timeout = 10000")))) {
     return broken_connection();
   }
-  // Prepared statements outlive a rollback: both go with it.
+  // Prepared statements outlive a rollback: both go with it, in one message,
+  // so that a transaction pooler, which may hand the session's next message
+  // to another server connection once the rollback leaves it idle, cannot
+  // leave the statements behind on this one.
   const auto end = [&]() -> bool {
-    return command_ok(Result(PQexec(conn_, "ROLLBACK"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
-           command_ok(Result(PQexec(conn_, "DEALLOCATE ALL")));
+    return command_ok(Result(PQexec(conn_, "ROLLBACK; DEALLOCATE ALL"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE;
   };
   const auto failed = [&](const Result& result) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
     if (PQstatus(conn_) == CONNECTION_BAD || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
@@ -1009,8 +1044,36 @@ void ignore_notice(void*, const PGresult*) {}
 
 }  // namespace
 
-bool PostgresDriver::end_backend() {
-  const int pid = PQbackendPID(conn_);
+/// What one call sends and what it has learnt so far, passed between the
+/// steps of execute.
+struct PostgresDriver::Call {
+  const Limits& limits;
+  const BoundParameters& bound;
+  std::string statement;
+  Clock::time_point started;
+  SessionTimeouts wanted;
+  /// The set_config of the timeouts: the session's, sent before the statement
+  /// when they differ (and after every read-write statement); through a
+  /// pooler, the read-only transaction's first query, which sets them local
+  /// to it and answers which server process runs it (see read_transaction_start).
+  std::string timeouts;
+  bool set_timeouts = false;
+  NoticeSink notices;   ///< the statement's
+  NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
+  bool clean = true;    ///< every wrapping step answered as expected
+  /// A read-only call through a pooler (see through_pooler): its timeouts are
+  /// set by the first query of its transaction, which also answers which
+  /// server process runs it.
+  bool pooled = false;
+  /// The server process that ran the pooled read-only transaction, as the
+  /// transaction answered: 0 until it has, and on a direct connection.
+  int server_pid = 0;
+  /// Where a statement can prepare its transaction: when the read-only
+  /// transaction began, as the server answered; empty until it has.
+  std::string transaction_started;
+};
+
+bool PostgresDriver::end_backend(int pid) {
   if (pid <= 0) return false;
   const auto deadline = Clock::now() + std::chrono::seconds(2);
   // A second connection of the same role may end this one's backend: it is
@@ -1052,26 +1115,45 @@ bool PostgresDriver::end_backend() {
   return true;
 }
 
-Refusal PostgresDriver::ended_transaction_refusal() {
+Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
   Refusal refusal = refuse(RefusalReason::read_only,
                            "The statement ended rawtool's read-only transaction itself (as COMMIT, ROLLBACK, END, ABORT "
                            "and PREPARE TRANSACTION do), which read-only mode does not allow, so its reply is not shown.");
-  if (!audit_ || !audit_->prepared_transactions || conn_ == nullptr) return refusal;
-  // A prepared transaction keeps the virtual transaction ID of the session
-  // that prepared it (its lock on its own transaction ID shows it in
-  // pg_locks): this connection's backend ID, and a local transaction number
-  // above the one the audit saw before this call. Nothing else can have it.
-  const std::string audited = std::to_string(audit_->local_transaction);
-  const char* values[] = {audited.c_str()};
-  Result found(PQexecParams(conn_,
-                            "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
-                            "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' "
-                            "AND x.transactionid = p.transaction AND x.pid IS NULL "
-                            "JOIN pg_catalog.pg_locks me ON me.locktype = 'virtualxid' AND me.pid = pg_catalog.pg_backend_pid() "
-                            "WHERE pg_catalog.split_part(x.virtualtransaction, '/', 1) = "
-                            "pg_catalog.split_part(me.virtualtransaction, '/', 1) "
-                            "AND pg_catalog.split_part(x.virtualtransaction, '/', 2)::bigint > $1::bigint",
-                            1, nullptr, values, nullptr, nullptr, 0));
+  if (!finds_prepared_transactions() || conn_ == nullptr) return refusal;
+  // A prepared transaction keeps the virtual transaction ID of the
+  // transaction that prepared it (its lock on its own transaction ID shows it
+  // in pg_locks), whose first part is the backend ID of the session. No other
+  // session holds that ID while this one lives, so a transaction prepared
+  // with this session's backend ID since this session began is the
+  // statement's. When this lookup runs on the server process that ran the
+  // statement (always on a direct connection) that is what it matches.
+  // Through a transaction pooler it can run on another one, which cannot ask
+  // for the backend ID of an idle process (reading pg_locks in every call
+  // would cost every call more than the whole of its wrapping): it then
+  // takes every transaction prepared in this database since the statement's
+  // began, and the rollback succeeds only for those of a role this session
+  // may end (its own, which the audit asks to be rawtool's alone). A
+  // statement that prepared one was refused either way.
+  if (call.pooled && (call.transaction_started.empty() || call.server_pid == 0)) {
+    refusal.explanation +=
+        " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
+        "for one in pg_prepared_xacts.";
+    disconnect();
+    return refusal;
+  }
+  const std::string pid = std::to_string(call.server_pid);
+  const char* values[] = {call.pooled ? call.transaction_started.c_str() : nullptr, pid.c_str()};
+  Result found(PQexecParams(
+      conn_,
+      "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
+      "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' AND x.transactionid = p.transaction AND x.pid IS NULL "
+      "LEFT JOIN pg_catalog.pg_locks me ON me.locktype = 'virtualxid' AND me.pid = pg_catalog.pg_backend_pid() "
+      "WHERE p.database = pg_catalog.current_database() AND CASE "
+      "WHEN $2::integer = 0 OR $2::integer = pg_catalog.pg_backend_pid() THEN "
+      "pg_catalog.split_part(x.virtualtransaction, '/', 1) = pg_catalog.split_part(me.virtualtransaction, '/', 1) "
+      "AND p.prepared >= (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid()) "
+      "ELSE p.prepared >= $1::timestamptz END",
+      2, nullptr, values, nullptr, nullptr, 0));
   if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
     refusal.explanation +=
         " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
@@ -1109,22 +1191,6 @@ Refusal PostgresDriver::ended_transaction_refusal() {
   return refusal;
 }
 
-/// What one call sends and what it has learnt so far, passed between the
-/// steps of execute.
-struct PostgresDriver::Call {
-  const Limits& limits;
-  const BoundParameters& bound;
-  std::string statement;
-  Clock::time_point started;
-  SessionTimeouts wanted;
-  /// The set_config preamble, sent before the statement when the session's
-  /// timeouts differ (read-only) and after every read-write statement.
-  std::string timeouts;
-  bool set_timeouts = false;
-  NoticeSink notices;   ///< the statement's
-  NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
-  bool clean = true;    ///< every wrapping step answered as expected
-};
 
 namespace {
 
@@ -1147,9 +1213,43 @@ bool PostgresDriver::send_text(const char* text) {
   return PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
 }
 
+bool PostgresDriver::send_transaction_start(const Call& call) {
+  if (!send_text("BEGIN READ ONLY")) return false;
+  if (!call.pooled) return true;
+  // The server holds its replies until the Sync, so a statement that never
+  // ends would keep its process ID from us without the flush.
+  return send_text(call.timeouts.c_str()) && PQsendFlushRequest(conn_) == 1;
+}
+
+bool PostgresDriver::through_pooler() const {
+  return audit_ && audit_->backend_pid != PQbackendPID(conn_);
+}
+
+int PostgresDriver::statement_backend(const Call& call, bool read_only) const {
+  if (read_only && call.server_pid != 0) return call.server_pid;
+  // On a direct connection the server named its process when the connection
+  // began. Through a pooler that is the pooler's key, which may be any
+  // process's ID: unknown then, rather than a guess that ends someone else's.
+  return through_pooler() ? 0 : PQbackendPID(conn_);
+}
+
 bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
   return PQsendQueryParams(conn_, text.c_str(), static_cast<int>(call.bound.values.size()), call.bound.types.data(),
                            call.bound.values.data(), nullptr, nullptr, 0) == 1;
+}
+
+bool PostgresDriver::read_transaction_start(Call& call) {
+  bool ok = drain_query();  // BEGIN READ ONLY
+  if (!call.pooled) return ok;
+  bool answered = false;
+  while (Result result = next_result()) {
+    const PGresult* r = result.get();
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) continue;
+    const char* pid = PQgetvalue(r, 0, 0);
+    answered = std::from_chars(pid, pid + std::strlen(pid), call.server_pid).ec == std::errc{};
+    if (finds_prepared_transactions()) call.transaction_started = PQgetvalue(r, 0, PQnfields(r) - 1);
+  }
+  return ok && answered && stop_ == Stop::none;
 }
 
 bool PostgresDriver::read_timeouts(Call& call) {
@@ -1162,22 +1262,26 @@ bool PostgresDriver::read_timeouts(Call& call) {
 // Read-only: one pipeline, one Sync, one round trip:
 //   [set_config(timeouts) · Sync]  BEGIN READ ONLY · DECLARE cursor FOR
 //   <statement> · FETCH max_rows + 1 · ROLLBACK · unlock · DEALLOCATE ALL · Sync
+// (through a pooler: no session timeouts; after BEGIN READ ONLY, the query
+// that sets them local to the transaction, and a Flush).
 // Through the cursor the server makes only the rows the cap can use, where the
 // statement's plan streams. A statement a cursor cannot hold (EXPLAIN, SHOW,
 // COMMIT, ...) costs one more round trip: run as it is, in a new transaction:
-//   ROLLBACK · BEGIN READ ONLY · <statement> · cleanup · Sync
+//   ROLLBACK · BEGIN READ ONLY · [pooled: set_config · Flush] · <statement> · cleanup · Sync
+// A pooler keeps the failed transaction's server connection for that second
+// segment: a session in a failed transaction block is not idle.
 Outcome PostgresDriver::run_read_only(Call& call) {
   const std::string declare = std::string(cursor_prefix) + call.statement;
   const std::string fetch = fmt::format("FETCH FORWARD {} FROM rawtool_cursor", call.limits.max_rows + 1);
 
   bool sent = PQenterPipelineMode(conn_) == 1;
   if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
-  sent = sent && send_text("BEGIN READ ONLY") && send_statement(call, declare) && send_text(fetch.c_str()) &&
+  sent = sent && send_transaction_start(call) && send_statement(call, declare) && send_text(fetch.c_str()) &&
          send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
   if (!sent) return broken_connection();
 
   call.clean = read_timeouts(call);
-  call.clean = drain_query() && call.clean;  // BEGIN READ ONLY
+  call.clean = read_transaction_start(call) && call.clean;
   bool as_cursor = true;
   std::optional<Outcome> outcome;
   if (Result declared = next_result(); declared != nullptr) {
@@ -1213,11 +1317,11 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     call.notices.budget = call.limits.max_notice_bytes;
     call.wrapping = NoticeSink{};
     notices_ = &call.notices;
-    sent = send_text("ROLLBACK") && send_text("BEGIN READ ONLY") && send_statement(call, call.statement) &&
+    sent = send_text("ROLLBACK") && send_transaction_start(call) && send_statement(call, call.statement) &&
            send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
     if (!sent) return broken_connection();
     call.clean = drain_query() && call.clean;  // ROLLBACK
-    call.clean = drain_query() && call.clean;  // BEGIN READ ONLY
+    call.clean = read_transaction_start(call) && call.clean;
     outcome = read_statement(call.limits, call.started, false);
     notices_ = &call.wrapping;
   }
@@ -1293,17 +1397,32 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .wanted = {limits.statement_timeout, limits.lock_timeout, limits.statement_timeout + client_grace * 2},
             .timeouts = {},
             .notices = {},
-            .wrapping = {}};
-  call.set_timeouts = session_timeouts_ != call.wanted;
-  if (call.set_timeouts || !read_only) {
+            .wrapping = {},
+            .clean = true,
+            .pooled = false,
+            .server_pid = 0,
+            .transaction_started = {}};
+  // Through a pooler the read-only timeouts are local to the transaction, so
+  // that no setting outlives the call on whichever server connection ran it;
+  // elsewhere they are the session's, sent only when they change, which
+  // saves every call a statement (tests/bench/drivers: select1_pipe_full_one_sync
+  // against select1_pipe_full_local_timeouts).
+  call.pooled = read_only && through_pooler();
+  call.set_timeouts = !call.pooled && session_timeouts_ != call.wanted;
+  if (call.pooled || call.set_timeouts || !read_only) {
+    const std::string_view local = call.pooled ? "true" : "false";
     call.timeouts = fmt::format(
-        "SELECT pg_catalog.set_config('statement_timeout', '{}', false), pg_catalog.set_config('lock_timeout', "
-        "'{}', false), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', false)",
-        call.wanted.statement.count(), call.wanted.lock.count(), call.wanted.idle_in_transaction.count());
+        "SELECT {}pg_catalog.set_config('statement_timeout', '{}', {}), pg_catalog.set_config('lock_timeout', "
+        "'{}', {}), pg_catalog.set_config('idle_in_transaction_session_timeout', '{}', {})",
+        call.pooled ? "pg_catalog.pg_backend_pid(), " : "", call.wanted.statement.count(), local,
+        call.wanted.lock.count(), local, call.wanted.idle_in_transaction.count(), local);
     if (PQserverVersion(conn_) >= 140000) {
-      call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', false)",
-                                   client_check_interval.count());
+      call.timeouts += fmt::format(", pg_catalog.set_config('client_connection_check_interval', '{}', {})",
+                                   client_check_interval.count(), local);
     }
+    // When the transaction began: a transaction the statement prepares was
+    // prepared after it (see ended_transaction_refusal).
+    if (call.pooled && finds_prepared_transactions()) call.timeouts += ", pg_catalog.transaction_timestamp()::text";
   }
   call.notices.budget = limits.max_notice_bytes;
 
@@ -1389,7 +1508,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     // The server did not stop the statement when asked (a statement can catch
     // the cancel and go on): it is ended from another connection, and this
     // connection is never used again.
-    const bool ended = end_backend();
+    const bool ended = end_backend(statement_backend(call, read_only));
     const bool cancelled = cancel_requested_.load();
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
@@ -1414,7 +1533,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     }
   }
   if (ended_transaction) {
-    Refusal violation = ended_transaction_refusal();
+    Refusal violation = ended_transaction_refusal(call);
     // The database's own failure (a PREPARE TRANSACTION the server refused)
     // stays its reply; anything else the statement produced is replaced.
     if (!std::holds_alternative<Failure>(outcome)) outcome = std::move(violation);

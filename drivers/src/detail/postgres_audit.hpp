@@ -17,10 +17,10 @@ struct SessionAudit {
   DatabaseReport report;
   /// max_prepared_transactions > 0: a statement can prepare its transaction.
   bool prepared_transactions = false;
-  /// The local part of the audit's own virtual transaction ID: every later
-  /// transaction of this connection has a larger one, and a transaction it
-  /// prepares keeps it (see PostgresDriver::ended_transaction_refusal).
-  std::uint64_t local_transaction = 0;
+  /// The server process that answered the audit. A connection whose
+  /// PQbackendPID differs goes through a pooler (PgBouncer hands its clients
+  /// keys of its own), and its statements may run on any server process.
+  int backend_pid = 0;
 };
 
 /// Runs the audit on `conn` (one round trip). std::nullopt when the server

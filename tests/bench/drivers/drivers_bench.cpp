@@ -197,6 +197,18 @@ void select1_pipe_full_one_sync(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()",
                         "DEALLOCATE ALL"}});
 }
+/// The read-only wrapping as the driver sends it: the full one-Sync wrapping
+/// with the query that sets the timeouts local to the transaction and asks
+/// for the server process (what a transaction pooler needs; see the file
+/// comment of postgres_driver.cpp).
+void select1_pipe_full_local_timeouts(benchmark::State& state) {
+  run_pipeline(state, {{"BEGIN READ ONLY",
+                        "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('statement_timeout', '5000', true), "
+                        "pg_catalog.set_config('lock_timeout', '1000', true), "
+                        "pg_catalog.set_config('idle_in_transaction_session_timeout', '9000', true), "
+                        "pg_catalog.set_config('client_connection_check_interval', '1000', true)",
+                        "SELECT 1", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()", "DEALLOCATE ALL"}});
+}
 void select1_pipe_one_sync_unlock_only(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"}});
 }
@@ -326,6 +338,7 @@ BENCHMARK(select1_pipe_begin_rollback)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_begin_rollback_one_sync)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_no_deallocate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_full_one_sync)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_full_local_timeouts)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_one_sync_unlock_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_one_sync_deallocate_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_one_sync_discard_all)->Unit(benchmark::kMicrosecond);
