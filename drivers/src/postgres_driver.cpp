@@ -407,8 +407,9 @@ private:
   /// Reads what send_transaction_start queued, keeping the server process and
   /// transaction it names in `call`; false when either failed.
   bool read_transaction_start(Call& call);
-  /// True when the audit's server process is not the one PQbackendPID names:
-  /// the connection goes through a pooler.
+  /// True unless the server process that answered when the connection began
+  /// is the one PQbackendPID names: through a pooler (or when that could not
+  /// be read) PQbackendPID is not a server process of this session.
   [[nodiscard]] bool through_pooler() const;
   /// The server process running the call's statement, or 0 when it is not known.
   [[nodiscard]] int statement_backend(const Call& call, bool read_only) const;
@@ -450,6 +451,7 @@ private:
   std::mutex cancel_mutex_;  ///< guards canceller_ and running_ against cancel()
   std::shared_ptr<PGcancel> canceller_;
   bool running_ = false;
+  bool direct_ = false;  ///< PQbackendPID is this session's server process (read at connect)
   bool cancel_pending_ = false;  ///< cancel() came while nothing ran; guarded by cancel_mutex_
   std::shared_ptr<CancelRequests> cancels_ = std::make_shared<CancelRequests>();
   std::atomic<bool> cancel_requested_{false};
@@ -511,6 +513,15 @@ std::optional<Unavailable> PostgresDriver::connect() {
   // twice over (the result's and the connection's): severity and SQLSTATE are
   // all libpq needs to compose. A huge error then costs three copies, not five.
   PQsetErrorVerbosity(conn_, PQERRORS_SQLSTATE);
+  // Whether PQbackendPID is this session's server process: not through a
+  // pooler, which hands out a key of its own. Read once per connection, so
+  // that a read-write call (which has no audit) never ends a process by a
+  // number that may be anyone's.
+  {
+    const Result own(PQexec(conn_, "SELECT pg_catalog.pg_backend_pid()"));
+    const char* pid = PQresultStatus(own.get()) == PGRES_TUPLES_OK && PQntuples(own.get()) == 1 ? PQgetvalue(own.get(), 0, 0) : nullptr;
+    direct_ = pid != nullptr && std::to_string(PQbackendPID(conn_)) == pid;
+  }
   std::lock_guard lock(cancel_mutex_);
   canceller_ = std::shared_ptr<PGcancel>(PQgetCancel(conn_), &PQfreeCancel);
   return std::nullopt;
@@ -1221,9 +1232,7 @@ bool PostgresDriver::send_transaction_start(const Call& call) {
   return send_text(call.timeouts.c_str()) && PQsendFlushRequest(conn_) == 1;
 }
 
-bool PostgresDriver::through_pooler() const {
-  return audit_ && audit_->backend_pid != PQbackendPID(conn_);
-}
+bool PostgresDriver::through_pooler() const { return !direct_; }
 
 int PostgresDriver::statement_backend(const Call& call, bool read_only) const {
   if (read_only && call.server_pid != 0) return call.server_pid;

@@ -300,6 +300,36 @@ TEST_CASE("through PgBouncer, a statement that catches its cancel is ended on it
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 1"))) == "1");
 }
 
+TEST_CASE("through PgBouncer, a read-write call that cannot be cancelled ends no server process by the pooler's key",
+          "[postgres][pgbouncer][limits]") {
+  // Read-write mode through a transaction pool is not supported (its
+  // timeouts are session settings), but it must not hurt anyone else: with no
+  // read-only call before it there is no audit, and the number PQbackendPID
+  // gives is PgBouncer's key, which may be any process's ID.
+  const auto bouncer = PgBouncer::start(3);
+  if (!bouncer) return;
+  const auto reader_url = pg_url(true);
+  const std::string through = bouncer->url_for(*reader_url);
+  Connection bystander = connect(through);
+  Result begun(PQexec(bystander.get(), "BEGIN"), &PQclear);
+  REQUIRE(PQresultStatus(begun.get()) == PGRES_COMMAND_OK);
+  const std::string bystander_pid = ask(bystander.get(), "SELECT pg_backend_pid()");
+  const std::string swallow =
+      "DO $$BEGIN LOOP BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; "
+      "END LOOP; EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$ /* drivers_pgb_rw_swallow */";
+  auto driver = rawtool::make_postgres_driver(through + "?application_name=drivers_pgb_rw_swallow");
+  auto running = std::async(std::launch::async, [&] { return run(*driver, swallow, {}, AccessMode::read_write); });
+  const std::string backend = sleeping_backend("drivers_pgb_rw_swallow");
+  CHECK(backend != bystander_pid);
+  driver->cancel();
+  REQUIRE(running.wait_for(10s) == std::future_status::ready);
+  CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+  CHECK(pg_admin("SELECT count(*) FROM pg_stat_activity WHERE pid = " + bystander_pid) == "1");
+  CHECK(ask(bystander.get(), "SELECT pg_backend_pid()") == bystander_pid);  // still in its transaction
+  // What rawtool could not end is ended here, so the pool is clean for the next test.
+  pg_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%drivers_pgb_rw_swallow%' AND pid <> pg_backend_pid()");
+}
+
 TEST_CASE("through PgBouncer, a statement's notices reach its outcome", "[postgres][pgbouncer][notices]") {
   const auto bouncer = PgBouncer::start(2);
   if (!bouncer) return;
