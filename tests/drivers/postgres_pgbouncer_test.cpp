@@ -95,6 +95,34 @@ std::string ask(PGconn* connection, const std::string& sql) {
   return PQgetvalue(result.get(), 0, 0);
 }
 
+// Another client of the same role, in a transaction on a server connection
+// of the same pool: the process an unguided pg_terminate_backend could hit.
+class Bystander {
+public:
+  explicit Bystander(const std::string& url) : connection_(connect(url)) {
+    Result begun(PQexec(connection_.get(), "BEGIN"), &PQclear);
+    REQUIRE(PQresultStatus(begun.get()) == PGRES_COMMAND_OK);
+    pid_ = ask(connection_.get(), "SELECT pg_backend_pid()");
+  }
+  [[nodiscard]] const std::string& pid() const noexcept { return pid_; }
+  /// Its process lives, and its transaction is still open on it.
+  void check_untouched() {
+    CHECK(pg_admin("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid_) == "1");
+    CHECK(ask(connection_.get(), "SELECT pg_backend_pid()") == pid_);
+  }
+
+private:
+  Connection connection_;
+  std::string pid_;
+};
+
+// A DO block that catches its cancel at two levels and sleeps forever,
+// marked so pg_stat_activity finds it.
+std::string swallowing_block(std::string_view mark) {
+  return "DO $$BEGIN LOOP BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; "
+         "END LOOP; EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$ /* " + std::string(mark) + " */";
+}
+
 /// The same through another client of PgBouncer, outside rawtool, one
 /// autocommitted statement at a time.
 Seen through_other_client(const std::string& url, const std::string& expression) {
@@ -255,22 +283,10 @@ TEST_CASE("through PgBouncer, a statement that catches its cancel is ended on it
   if (!bouncer) return;
   const auto reader_url = pg_url(true);
   const std::string through = bouncer->url_for(*reader_url);
-  // Another client of the same role, in a transaction on a server connection
-  // of the same pool: the process an unguided pg_terminate_backend could hit.
-  Connection bystander = connect(through);
-  Result begun(PQexec(bystander.get(), "BEGIN"), &PQclear);
-  REQUIRE(PQresultStatus(begun.get()) == PGRES_COMMAND_OK);
-  const std::string bystander_pid = ask(bystander.get(), "SELECT pg_backend_pid()");
-
-  const std::string swallow =
-      "DO $$BEGIN LOOP BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; "
-      "END LOOP; EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$ /* drivers_pgb_swallow */";
+  Bystander bystander(through);
+  const std::string swallow = swallowing_block("drivers_pgb_swallow");
   const auto still_running = [] {
     return pg_admin("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%drivers_pgb_swallow%' AND pid <> pg_backend_pid()");
-  };
-  const auto bystander_untouched = [&] {
-    CHECK(pg_admin("SELECT count(*) FROM pg_stat_activity WHERE pid = " + bystander_pid) == "1");
-    CHECK(ask(bystander.get(), "SELECT pg_backend_pid()") == bystander_pid);  // still in its transaction
   };
   auto driver = rawtool::make_postgres_driver(through + "?application_name=drivers_pgb_swallow");
   Limits limits;
@@ -285,18 +301,18 @@ TEST_CASE("through PgBouncer, a statement that catches its cancel is ended on it
       ++ended_from_outside;
     }
     CHECK(still_running() == "0");
-    bystander_untouched();
+    bystander.check_untouched();
   }
   CHECK(ended_from_outside >= 2);
   // A cancel from the caller ends it the same way.
   auto running = std::async(std::launch::async, [&] { return run(*driver, swallow); });
   const std::string backend = sleeping_backend("drivers_pgb_swallow");
-  CHECK(backend != bystander_pid);
+  CHECK(backend != bystander.pid());
   driver->cancel();
   REQUIRE(running.wait_for(6s) == std::future_status::ready);
   CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
   CHECK(still_running() == "0");
-  bystander_untouched();
+  bystander.check_untouched();
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 1"))) == "1");
 }
 
@@ -310,22 +326,16 @@ TEST_CASE("through PgBouncer, a read-write call that cannot be cancelled ends no
   if (!bouncer) return;
   const auto reader_url = pg_url(true);
   const std::string through = bouncer->url_for(*reader_url);
-  Connection bystander = connect(through);
-  Result begun(PQexec(bystander.get(), "BEGIN"), &PQclear);
-  REQUIRE(PQresultStatus(begun.get()) == PGRES_COMMAND_OK);
-  const std::string bystander_pid = ask(bystander.get(), "SELECT pg_backend_pid()");
-  const std::string swallow =
-      "DO $$BEGIN LOOP BEGIN LOOP BEGIN PERFORM pg_sleep(0.2); EXCEPTION WHEN query_canceled THEN NULL; END; "
-      "END LOOP; EXCEPTION WHEN query_canceled THEN NULL; END; END LOOP; END$$ /* drivers_pgb_rw_swallow */";
+  Bystander bystander(through);
+  const std::string swallow = swallowing_block("drivers_pgb_rw_swallow");
   auto driver = rawtool::make_postgres_driver(through + "?application_name=drivers_pgb_rw_swallow");
   auto running = std::async(std::launch::async, [&] { return run(*driver, swallow, {}, AccessMode::read_write); });
   const std::string backend = sleeping_backend("drivers_pgb_rw_swallow");
-  CHECK(backend != bystander_pid);
+  CHECK(backend != bystander.pid());
   driver->cancel();
   REQUIRE(running.wait_for(10s) == std::future_status::ready);
   CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
-  CHECK(pg_admin("SELECT count(*) FROM pg_stat_activity WHERE pid = " + bystander_pid) == "1");
-  CHECK(ask(bystander.get(), "SELECT pg_backend_pid()") == bystander_pid);  // still in its transaction
+  bystander.check_untouched();
   // What rawtool could not end is ended here, so the pool is clean for the next test.
   pg_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%drivers_pgb_rw_swallow%' AND pid <> pg_backend_pid()");
 }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 const aliceToken = "alice-token-7d1e5c";
@@ -303,14 +303,7 @@ describe("calls in flight", () => {
   });
 
   test("a client that closes its connection during a call cancels the statement", async () => {
-    // Tool calls answered with nothing so far (other tests cancel some).
-    const unansweredCalls = () =>
-      server
-        .log()
-        .split("\n")
-        .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
-        .filter((line) => JSON.parse(line).status === 202).length;
-    const before = unansweredCalls();
+    const before = unansweredCalls(server);  // other tests cancel some
     const session = await openSession(aliceToken);
     const body = JSON.stringify({
       jsonrpc: "2.0",
@@ -329,13 +322,7 @@ describe("calls in flight", () => {
     socket.destroy();
     // Left alone the statement would run until its 5 s timeout and be
     // answered 200; cancelled, its request is logged answered with nothing.
-    const deadline = Date.now() + 3000;
-    let cancelled = false;
-    while (!cancelled && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      cancelled = unansweredCalls() > before;
-    }
-    assert.ok(cancelled, "the call was not cancelled within 3 s of the hang-up");
+    assert.ok((await waitForUnanswered(server, before)) > before, "the call was not cancelled within 3 s of the hang-up");
   });
 
   test("SIGTERM lets a call in flight finish and answer, then exits 0", async () => {

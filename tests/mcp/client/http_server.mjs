@@ -76,3 +76,20 @@ export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", 
     },
   };
 }
+
+/// Tool calls the server answered with nothing (cancelled), counted from the
+/// "request" events of its operator log.
+export function unansweredCalls(server) {
+  return server
+    .log()
+    .split("\n")
+    .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
+    .filter((line) => JSON.parse(line).status === 202).length;
+}
+
+/// Waits up to `ms` for unansweredCalls(server) to pass `before`; the count.
+export async function waitForUnanswered(server, before, ms = 3000) {
+  const deadline = Date.now() + ms;
+  while (unansweredCalls(server) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  return unansweredCalls(server);
+}

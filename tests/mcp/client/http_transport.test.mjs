@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 const token = "transport-token-51c0";
@@ -223,14 +223,7 @@ describe("stateless mode (http.sessions false)", () => {
   });
 
   test("closing the connection cancels the call", async () => {
-    // Tool calls answered with nothing (cancelled), from the request log.
-    const unanswered = () =>
-      server
-        .log()
-        .split("\n")
-        .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
-        .filter((line) => JSON.parse(line).status === 202).length;
-    const before = unanswered();
+    const before = unansweredCalls(server);
     const { socket, closed } = await rawConnection(server.url);
     const body = JSON.stringify(toolCall(9, endlessSql));
     socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
@@ -239,9 +232,7 @@ describe("stateless mode (http.sessions false)", () => {
     await closed;
     // Left alone the statement would run for minutes (statement_timeout_ms
     // is 60000); cancelled, its request is logged answered with nothing.
-    const deadline = Date.now() + 3000;
-    while (unanswered() === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-    assert.equal(unanswered(), before + 1, "the call was not cancelled within 3 s of the hang-up");
+    assert.equal(await waitForUnanswered(server, before), before + 1, "the call was not cancelled within 3 s of the hang-up");
   });
 });
 
