@@ -481,6 +481,7 @@ void Connection::on_body() {
   }
   const bool tool_call = rpc_method_ == "tools/call";
   if (!server_.begin_request(*session_, tool_call)) {
+    if (stateless_) server_.end_stateless(session_);  // answered here, never counted
     Response response(http::status::ok, request.version());
     response.set(http::field::content_type, "application/json");
     response.body() = render::dump(error_response(
