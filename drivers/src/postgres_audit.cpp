@@ -102,7 +102,6 @@ UNION ALL SELECT 'shared_role', pg_catalog.count(*)::text FROM pg_catalog.pg_sta
     AND a.usesysid IN (SELECT oid FROM reach) AND a.application_name IS DISTINCT FROM 'rawtool'
   HAVING pg_catalog.count(*) > 0
 UNION ALL SELECT 'setting.server_version', pg_catalog.current_setting('server_version')
-UNION ALL SELECT 'setting.backend_pid', pg_catalog.pg_backend_pid()::text
 UNION ALL SELECT 'setting.server_encoding', pg_catalog.current_setting('server_encoding')
 UNION ALL SELECT 'setting.session_user', session_user::text
 UNION ALL SELECT 'setting.max_prepared_transactions', pg_catalog.current_setting('max_prepared_transactions')
@@ -201,9 +200,7 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
     const char* value = PQgetvalue(result.get(), row, 1);
     const auto length = static_cast<std::size_t>(PQgetlength(result.get(), row, 1));
     const std::string_view text(value, length);
-    if (code == "setting.backend_pid") {
-      if (std::from_chars(text.data(), text.data() + text.size(), audit.backend_pid).ec != std::errc{}) return std::nullopt;
-    } else if (code == "setting.server_version") {
+    if (code == "setting.server_version") {
       audit.report.server_version = Untrusted(text);
     } else if (code == "setting.server_encoding") {
       audit.report.encoding = Untrusted(text);

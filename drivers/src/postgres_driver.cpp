@@ -46,11 +46,12 @@
 // stay behind for the pooler's next client and be missing where the next
 // call runs, and PQbackendPID names the pooler's key, not the process that
 // runs the statement. A connection is known to go through one when the
-// audit's pg_backend_pid() is not PQbackendPID; its read-only calls then set
-// their timeouts local to their transaction, in a query that also answers
-// which server process runs it (which a statement that ignores its cancel is
-// ended by), and nothing of theirs stays on the connection. That query costs
-// each call a statement, which direct connections are spared. A read-write
+// pg_backend_pid() it reads as it connects is not PQbackendPID; its read-only
+// calls then set their timeouts local to their transaction, in a query that
+// also answers which server process runs it (which a statement that ignores
+// its cancel is ended by), and nothing of theirs stays on the connection.
+// That query costs each call a statement, which direct connections are
+// spared. A read-write
 // statement commits on its own (it may be one that refuses a transaction
 // block, as VACUUM does), so its timeouts are session settings, and a
 // read-write call ends with DISCARD ALL and sets this call's timeouts again

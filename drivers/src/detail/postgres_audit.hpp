@@ -17,10 +17,6 @@ struct SessionAudit {
   DatabaseReport report;
   /// max_prepared_transactions > 0: a statement can prepare its transaction.
   bool prepared_transactions = false;
-  /// The server process that answered the audit. A connection whose
-  /// PQbackendPID differs goes through a pooler (PgBouncer hands its clients
-  /// keys of its own), and its statements may run on any server process.
-  int backend_pid = 0;
 };
 
 /// Runs the audit on `conn` (one round trip). std::nullopt when the server
