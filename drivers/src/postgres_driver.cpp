@@ -359,6 +359,14 @@ public:
     }
     audit_ = audit;
     audited_at_ = Clock::now();
+    // The epoch as a numeric, not the timestamp's or a float's text, which
+    // follow settings a database can have of its own (TimeZone, DateStyle,
+    // extra_float_digits).
+    const Result server(PQexec(conn_, "SELECT EXTRACT(epoch FROM pg_catalog.pg_postmaster_start_time())::numeric(20, 6)::text "
+                                      "|| ' port ' || pg_catalog.current_setting('port')"));
+    if (PQresultStatus(server.get()) == PGRES_TUPLES_OK && PQntuples(server.get()) == 1) {
+      audit->report.server = text_of(PQgetvalue(server.get(), 0, 0));
+    }
     return std::move(audit->report);
   }
 
