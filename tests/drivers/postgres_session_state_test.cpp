@@ -13,8 +13,11 @@
 // superuser can leave (SET SESSION AUTHORIZATION, LOAD, dblink), as the
 // superuser.
 //
-// A family with "survives" is a known limit, pinned: the probe must still tell
-// it apart, so that the limit the driver's comment names is the true one.
+// Each statement of a family's "leave" is one call, and every call is reset,
+// so what a family leaves is made within one statement (a DO block where it
+// takes several). A family with "survives" is a known limit, pinned: the
+// probe must still tell it apart, so that the limit the driver's comment
+// names is the true one.
 #include "outcome_checks.hpp"
 #include "pg_server.hpp"
 #include "untrusted_bytes.hpp"
