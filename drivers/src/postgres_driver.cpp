@@ -66,9 +66,10 @@
 // for the next caller to use as whoever opened them, and which nothing can
 // list. A connection that may hold either is given up after the call, not
 // reset: on a role that may open dblink connections, after every read-write
-// call (read-only mode refuses such a role). What nothing can ask after stays: a custom setting's name (SET
-// myapp.x makes the placeholder myapp.x, whose value RESET ALL empties but
-// which stays defined, so current_setting('myapp.x', true) answers '' where a
+// call (read-only mode refuses such a role). What nothing can ask after
+// stays, in both modes: a custom setting's name (SET myapp.x makes the
+// placeholder myapp.x, whose value RESET ALL and ROLLBACK empty but which
+// stays defined, so current_setting('myapp.x', true) answers '' where a
 // fresh session answers NULL; values never stay), and which libraries the
 // server process has loaded (LOAD, or an extension's function, whose
 // settings then show in pg_settings). tests/drivers/postgres_session_state_test
