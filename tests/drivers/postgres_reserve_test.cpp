@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -97,7 +98,13 @@ TEST_CASE("a statement that swallows its cancel is ended within its grace when t
   LimitedRole role(*admin, 2);
   auto driver = rawtool::make_postgres_driver(role.url, pool_of(1));
   REQUIRE(std::holds_alternative<rawtool::Rows>(driver->execute("SELECT 1", {}, short_limits(), rawtool::AccessMode::read_only)));
-  // No further connection of the role can be made now.
+  // Other sessions of the role take whatever room is left: no further
+  // connection of the role can be made now.
+  std::vector<Connection> others;
+  for (Connection other = connect_as(role.url); PQstatus(other.get()) == CONNECTION_OK && others.size() < 4;
+       other = connect_as(role.url)) {
+    others.push_back(std::move(other));
+  }
   REQUIRE(PQstatus(connect_as(role.url).get()) == CONNECTION_BAD);
 
   const auto mode = GENERATE(rawtool::AccessMode::read_only, rawtool::AccessMode::read_write);
@@ -112,6 +119,11 @@ TEST_CASE("a statement that swallows its cancel is ended within its grace when t
   // The deadline (500 ms), a grace to cancel, a grace to give up, then the end.
   CHECK(returned - started < 500ms + 3 * 2000ms);
   CHECK(role.no_swallowing_backend_within(2000ms));
+  for (const Connection& other : others) {
+    CHECK(PQresultStatus(std::unique_ptr<PGresult, decltype(&PQclear)>(PQexec(other.get(), "SELECT 1"), &PQclear).get()) ==
+          PGRES_TUPLES_OK);
+  }
+  others.clear();
   // The next call has its pool connection and its reserve again.
   CHECK(std::holds_alternative<rawtool::Rows>(driver->execute("SELECT 1", {}, short_limits(), mode)));
 }
