@@ -197,8 +197,8 @@ std::optional<Hazard> connection_room_hazard(PGconn* conn, std::size_t pool_size
       " rawtool opens up to {} connection{} for this database (pool_size) and keeps one more in reserve, from which "
       "it ends a statement that ignores its cancel (a statement can turn the server's client check off and catch "
       "the cancel); it starts no statement while it cannot hold that reserve connection. Each rawtool process with "
-      "this configuration needs as many. When the audit ran the role had {} session{}, and the server {} of the "
-      "{} connections it allows roles that are not superusers (max_connections less the reserved ones).",
+      "this configuration needs as many. When the audit ran the role had {} session{}, and the server {} client "
+      "sessions of the {} it allows roles that are not superusers (max_connections less the reserved ones).",
       pool_size, pool_size == 1 ? Literal("") : Literal("s"), role_sessions, role_sessions == 1 ? Literal("") : Literal("s"),
       server_sessions, server_limit);
   if (role_limit >= 0 && role_limit < wanted) {
