@@ -210,3 +210,37 @@ TEST_CASE("a backend whose pid matches a record but whose start does not is not 
   // The record was read and dealt with: nothing in it is left to end.
   CHECK_FALSE(std::filesystem::exists(record));
 }
+
+TEST_CASE("check-config --connect refuses a role whose connection limit leaves no room beside the configured pool",
+          "[cli][orphans][postgres]") {
+  // pool_size comes from the configuration file: a limit of 3 holds a pool
+  // of 2 and its reserve, not a pool of 3.
+  const auto admin = pg_url();
+  if (!admin) return;
+  TestRole role(*admin);
+  pg_admin("ALTER ROLE " + role.name + " CONNECTION LIMIT 3");
+  ScratchFolder folder;
+  const auto check_with_pool = [&](int pool_size) {
+    write_file(folder.path() / "config.json",
+               json{{"databases", json::array({json{{"label", "pg"},
+                                                    {"url", role.url},
+                                                    {"access", "read_only"},
+                                                    {"pool_size", pool_size}}})},
+                    {"log", {{"path", "operator.log"}}}}
+                   .dump());
+    RunOptions options = rawtool::test::isolated_env(folder.path());
+    options.env.emplace_back("RAWTOOL_RUNTIME_DIR", (folder.path() / "run").string());
+    return rawtool::test::run_rawtool({"check-config", "--config", (folder.path() / "config.json").string(), "--connect"},
+                                      options);
+  };
+  const auto full = check_with_pool(3);
+  INFO(full.out << full.err);
+  CHECK(full.exit_status != 0);
+  CHECK((full.out + full.err).find("hazard connection_limit (refused in read-only mode): the role's CONNECTION LIMIT is 3") !=
+        std::string::npos);
+
+  const auto room = check_with_pool(2);
+  INFO(room.out << room.err);
+  CHECK((room.out + room.err).find("hazard connection_limit (reported, not refused)") != std::string::npos);
+  CHECK((room.out + room.err).find("room for 1 rawtool process ") != std::string::npos);
+}
