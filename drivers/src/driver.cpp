@@ -37,6 +37,7 @@ std::string_view hazard_kind_name(HazardKind kind) noexcept {
     case HazardKind::transaction_ids: return "transaction_ids";
     case HazardKind::shared_role: return "shared_role";
     case HazardKind::prepared_transactions: return "prepared_transactions";
+    case HazardKind::connection_limit: return "connection_limit";
   }
   return "unknown";
 }

@@ -79,6 +79,8 @@
 // cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
 // a connection that cannot be cleaned is dropped.
 #include "detail/postgres_audit.hpp"
+#include "detail/postgres_orphans.hpp"
+#include "detail/postgres_terminator.hpp"
 #include "detail/row_budget.hpp"
 
 #include <rawtool/driver.hpp>
@@ -230,29 +232,7 @@ private:
   int in_flight_ = 0;
 };
 
-/// The password in `file`: its bytes, one trailing line break (LF or CR LF)
-/// dropped. Unavailable, in rawtool's words, when it cannot be read or is empty.
-std::variant<std::string, Unavailable> read_password_file(const std::string& file) {
-  const auto unavailable = [](std::string_view why) { return Unavailable{Untrusted(why)}; };
-  std::FILE* stream = std::fopen(file.c_str(), "rb");
-  if (stream == nullptr) {
-    return unavailable("rawtool could not open the password file (password_file): " +
-                       std::generic_category().message(errno));
-  }
-  std::string password;
-  char buffer[4096];
-  std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, stream)) > 0 && password.size() <= 65536) password.append(buffer, got);
-  const bool failed = std::ferror(stream) != 0;
-  std::fclose(stream);
-  if (failed) return unavailable("rawtool could not read the password file (password_file)");
-  if (password.size() > 65536) return unavailable("the password file (password_file) is longer than 64 KiB");
-  if (password.ends_with('\n')) password.pop_back();
-  if (password.ends_with('\r')) password.pop_back();
-  if (password.empty()) return unavailable("the password file (password_file) is empty");
-  if (password.find('\0') != std::string::npos) return unavailable("the password file (password_file) holds a NUL byte");
-  return password;
-}
+using detail::read_password_file;
 
 /// Opens connections for libpqxx with PQconnectdbParams: the caller's URL or
 /// key=value string is expanded as dbname, with a connect timeout and an
@@ -316,7 +296,10 @@ private:
 class PostgresDriver final : public Driver {
 public:
   PostgresDriver(std::string conninfo, PostgresOptions options)
-      : conninfo_(std::move(conninfo)), options_(options) {}
+      : conninfo_(std::move(conninfo)),
+        options_(std::move(options)),
+        terminator_(detail::Terminator::of(conninfo_, options_.password_file)),
+        target_key_(detail::target_key(conninfo_, options_.password_file)) {}
   ~PostgresDriver() override { disconnect(); }
 
   [[nodiscard]] Engine engine() const noexcept override { return Engine::postgresql; }
@@ -368,6 +351,8 @@ public:
     if (PQresultStatus(server.get()) == PGRES_TUPLES_OK && PQntuples(server.get()) == 1) {
       audit->report.server = text_of(PQgetvalue(server.get(), 0, 0));
     }
+    room_hazard_ = detail::connection_room_hazard(conn_, options_.pool_size);
+    if (room_hazard_) audit->report.hazards.push_back(*room_hazard_);
     return std::move(audit->report);
   }
 
@@ -448,6 +433,9 @@ private:
   /// The refusal read-only mode answers with on this connection, if any: the
   /// session's audit, asked when it is missing or older than audit_lifetime.
   std::optional<Refusal> audit_refusal();
+  /// The refusal for a call that would start a statement while no reserve
+  /// connection is held to end it (see postgres_terminator.hpp), if any.
+  std::optional<Refusal> reserve_refusal();
   /// Ends the server process `pid` from a second connection of the same role,
   /// for a statement of this connection that ignored its cancel, then waits
   /// for this connection's socket to close. True when the backend is known to
@@ -473,6 +461,15 @@ private:
   /// read-write call of the connection asked (see run_read_write).
   std::optional<bool> dblink_executable_;
   std::optional<detail::SessionAudit> audit_;  ///< of this connection's session; see audit_refusal
+  /// The connection room the last audit found (see connection_room_hazard).
+  std::optional<Hazard> room_hazard_;
+  /// Shared with every driver of this database in the process.
+  std::shared_ptr<detail::Terminator> terminator_;
+  /// Names this database in record files (see postgres_orphans.hpp).
+  std::string target_key_;
+  /// This connection's server process in the process's record file; null
+  /// through a pooler, and when not connected.
+  std::unique_ptr<detail::RecordedBackend> recorded_;
   Clock::time_point audited_at_{};
   std::unique_ptr<Session> session_;
   PGconn* conn_ = nullptr;
@@ -546,11 +543,14 @@ std::optional<Unavailable> PostgresDriver::connect() {
   // pooler, which hands out a key of its own. Read once per connection, so
   // that a read-write call (which has no audit) never ends a process by a
   // number that may be anyone's.
-  {
-    const Result own(PQexec(conn_, "SELECT pg_catalog.pg_backend_pid()"));
-    const char* pid = PQresultStatus(own.get()) == PGRES_TUPLES_OK && PQntuples(own.get()) == 1 ? PQgetvalue(own.get(), 0, 0) : nullptr;
-    direct_ = pid != nullptr && std::to_string(PQbackendPID(conn_)) == pid;
-  }
+  const detail::BackendIdentity own = detail::backend_identity(conn_);
+  direct_ = own.pid != 0 && own.pid == PQbackendPID(conn_);
+  // Before this process's first statement on the database: what a rawtool
+  // with this configuration that was killed left running is ended; then this
+  // connection's own server process is recorded, so that a successor can do
+  // the same for it (see postgres_orphans.hpp).
+  detail::end_orphans(conn_, target_key_);
+  if (direct_ && own.start_us != 0) recorded_ = std::make_unique<detail::RecordedBackend>(target_key_, own.pid, own.start_us);
   std::lock_guard lock(cancel_mutex_);
   canceller_ = std::shared_ptr<PGcancel>(PQgetCancel(conn_), &PQfreeCancel);
   return std::nullopt;
@@ -563,8 +563,12 @@ void PostgresDriver::disconnect() noexcept {
   }
   session_.reset();
   conn_ = nullptr;
+  // Closed while idle, its server process ends on its own; one that may run
+  // on was kept (RecordedBackend::keep) before this.
+  recorded_.reset();
   type_names_.clear();
   audit_.reset();
+  room_hazard_.reset();
   session_timeouts_.reset();
   dblink_executable_.reset();
 }
@@ -1048,42 +1052,35 @@ std::optional<Refusal> PostgresDriver::audit_refusal() {
   if (!audit_ || Clock::now() - audited_at_ >= audit_lifetime) {
     audit_ = detail::audit_session(conn_);
     audited_at_ = Clock::now();
+    room_hazard_ = audit_ ? detail::connection_room_hazard(conn_, options_.pool_size) : std::nullopt;
     if (!audit_) {
       return refuse(RefusalReason::not_permitted,
                     "Read-only mode could not audit what this connection's role can do, so it refuses to run.");
     }
   }
   if (options_.allow_privileged_read_only) return std::nullopt;
-  return detail::read_only_refusal(*audit_);
-}
-
-namespace {
-
-/// Runs one statement on `conn` without waiting past `deadline`. The first
-/// cell, or std::nullopt when it failed or the deadline passed.
-std::optional<std::string> query_until(PGconn* conn, const char* sql, const std::string& parameter, Clock::time_point deadline) {
-  const char* values[] = {parameter.c_str()};
-  if (PQsendQueryParams(conn, sql, 1, nullptr, values, nullptr, nullptr, 0) != 1) return std::nullopt;
-  std::optional<std::string> answer;
-  for (;;) {
-    while (PQisBusy(conn) == 1) {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return std::nullopt;
-      pollfd socket{PQsocket(conn), POLLIN, 0};
-      if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return std::nullopt;
-      if (PQconsumeInput(conn) == 0) return std::nullopt;
-    }
-    Result result(PQgetResult(conn));
-    if (result == nullptr) return answer;
-    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK && PQntuples(result.get()) > 0) {
-      answer = std::string(PQgetvalue(result.get(), 0, 0));
-    }
+  if (auto refusal = detail::read_only_refusal(*audit_)) return refusal;
+  if (room_hazard_ && room_hazard_->refused) {
+    return refuse(RefusalReason::not_permitted,
+                  "Read-only mode refuses to run on this connection: the role's CONNECTION LIMIT (or the server's "
+                  "max_connections) leaves no room beside the pool for the connection rawtool keeps in reserve to end "
+                  "a statement that ignores its cancel. `rawtool check-config --connect` shows the limits; raise the "
+                  "limit or lower pool_size.");
   }
+  return std::nullopt;
 }
 
-void ignore_notice(void*, const PGresult*) {}
+std::optional<Refusal> PostgresDriver::reserve_refusal() {
+  // Bounded like the driver's own connection (connect_timeout); a refused
+  // connection (a limit reached) answers at once.
+  if (terminator_->ready(Clock::now() + std::chrono::seconds(10))) return std::nullopt;
+  return refuse(RefusalReason::limit,
+                "rawtool could not open the second connection of this role that it keeps in reserve to end a "
+                "statement that ignores its cancel (the role's CONNECTION LIMIT or the server's max_connections may "
+                "be reached), so it did not start the statement. Try again once other sessions have closed; "
+                "`rawtool check-config --connect` shows the limits.");
+}
 
-}  // namespace
 
 /// What one call sends and what it has learnt so far, passed between the
 /// steps of execute.
@@ -1120,33 +1117,12 @@ struct PostgresDriver::Call {
 bool PostgresDriver::end_backend(int pid) {
   if (pid <= 0) return false;
   const auto deadline = Clock::now() + std::chrono::seconds(2);
-  // A second connection of the same role may end this one's backend: it is
-  // what PostgreSQL allows without pg_signal_backend. Made and used without
-  // blocking, so that a server that hangs cannot hold the call past the deadline.
-  std::optional<std::string> password;
-  if (!options_.password_file.empty()) {
-    auto read = read_password_file(options_.password_file);
-    if (auto* text = std::get_if<std::string>(&read)) password = std::move(*text);
-  }
-  const char* const keywords[] = {"fallback_application_name", "dbname", "password", nullptr};
-  const char* const values[] = {"rawtool", conninfo_.c_str(), password ? password->c_str() : nullptr, nullptr};
-  {
-    std::unique_ptr<PGconn, ConnectionDeleter> side(PQconnectStartParams(keywords, values, 1));
-    if (side == nullptr || PQstatus(side.get()) == CONNECTION_BAD) return false;
-    for (PostgresPollingStatusType state = PGRES_POLLING_WRITING; state != PGRES_POLLING_OK;) {
-      if (state == PGRES_POLLING_FAILED) return false;
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return false;
-      pollfd socket{PQsocket(side.get()), static_cast<short>(state == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
-      if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
-      state = PQconnectPoll(side.get());
-    }
-    PQsetNoticeReceiver(side.get(), &ignore_notice, nullptr);  // libpq's default would print to stderr
-    if (query_until(side.get(), "SELECT pg_catalog.pg_terminate_backend($1::integer)", std::to_string(pid), deadline) !=
-        std::optional<std::string>("t")) {
-      return false;
-    }
-  }
+  // From the reserve connection of the same role (see postgres_terminator.hpp):
+  // it is what PostgreSQL allows without pg_signal_backend, and it was opened
+  // before the statement began, so neither the role's connection limit nor
+  // the server's can stop it now. Used without blocking, so that a server
+  // that hangs cannot hold the call past the deadline.
+  if (!terminator_->terminate(pid, deadline)) return false;
   // The backend's end closes this connection's socket: that, not a lookup by
   // pid, is what shows that the session that ran the statement is gone.
   notices_ = nullptr;
@@ -1443,6 +1419,7 @@ Outcome PostgresDriver::run_read_write(Call& call) {
 
 Unavailable PostgresDriver::broken_connection_or_stop() {
   if (stop_ == Stop::none) stop_ = Stop::broken;
+  if (recorded_ != nullptr) recorded_->keep();  // broken mid-call: its statement may run on
   return broken_connection();
 }
 
@@ -1464,6 +1441,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
       return std::move(*refusal);
     }
   }
+  if (auto refusal = reserve_refusal()) return std::move(*refusal);
 
   Call call{.limits = limits,
             .bound = std::get<BoundParameters>(bound_or_refusal),
@@ -1575,7 +1553,10 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     std::lock_guard lock(cancel_mutex_);
     running_ = false;  // from here on cancel() starts nothing
   }
-  if (stop_ == Stop::broken) return broken_connection();
+  if (stop_ == Stop::broken) {
+    if (recorded_ != nullptr) recorded_->keep();  // broken mid-call: its statement may run on
+    return broken_connection();
+  }
   if (stop_ == Stop::abandoned) {
     disconnect();
     return outcome;
@@ -1585,6 +1566,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     // the cancel and go on): it is ended from another connection, and this
     // connection is never used again.
     const bool ended = end_backend(statement_backend(call, read_only));
+    if (!ended && recorded_ != nullptr) recorded_->keep();  // for the next rawtool with this configuration to end
     const bool cancelled = cancel_requested_.load();
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,

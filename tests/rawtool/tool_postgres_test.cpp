@@ -235,7 +235,7 @@ TEST_CASE("a text parameter is bound, never spliced, on PostgreSQL", "[tool][pos
   CHECK(pg.admin_count("SELECT count(*) FROM " + table) == 2);
 }
 
-TEST_CASE("many threads never hold more server connections than pool_size", "[tool][postgres][pool]") {
+TEST_CASE("many threads never hold more server connections than pool_size and the one kept in reserve", "[tool][postgres][pool]") {
   auto u = urls();
   if (!u) return;
   constexpr std::size_t pool_size = 3;
@@ -269,8 +269,10 @@ TEST_CASE("many threads never hold more server connections than pool_size", "[to
   monitor.join();
   CHECK(ok == threads * 3);
   CHECK(most.load() >= 1);
-  CHECK(most.load() <= static_cast<long>(pool_size));
-  CHECK(pg.admin_count(count_sql) <= static_cast<long>(pool_size));
+  // The pool's connections, and the one the driver keeps in reserve to end a
+  // statement that ignores its cancel (see docs/postgres-orphans.md).
+  CHECK(most.load() <= static_cast<long>(pool_size) + 1);
+  CHECK(pg.admin_count(count_sql) <= static_cast<long>(pool_size) + 1);
 }
 
 TEST_CASE("cancel stops a running PostgreSQL statement, and the connection serves the next call",

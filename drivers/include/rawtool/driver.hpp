@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -72,6 +73,7 @@ enum class HazardKind {
   transaction_ids,        ///< it can consume transaction IDs (pg_current_xact_id, txid_current)
   shared_role,            ///< other sessions use a role it can become
   prepared_transactions,  ///< max_prepared_transactions > 0: PREPARE TRANSACTION is possible (contained)
+  connection_limit,       ///< the role's CONNECTION LIMIT or max_connections: room for the pool and its reserve connection
 };
 
 /// The kind's stable name, e.g. "superuser".
@@ -199,7 +201,22 @@ public:
   ///     cancel) is ended after the grace: the driver ends its backend from a
   ///     second connection of the same role (pg_terminate_backend), waits for
   ///     this connection to close, and never uses it again; the refusal says
-  ///     whether the end was confirmed. The same holds for a cancel().
+  ///     whether the end was confirmed. The same holds for a cancel(). That
+  ///     second connection is opened before any statement and kept in
+  ///     reserve, one per database (conninfo and password file) per process,
+  ///     shared by its drivers: while it cannot be had (a connection limit is
+  ///     reached) every call, in either mode, is Refusal{limit} and starts
+  ///     nothing.
+  ///
+  /// Orphans (both modes, direct connections): each connection's server
+  /// process (pid and backend_start) is recorded in a per-process file,
+  /// locked while the process lives, in a private directory
+  /// ($RAWTOOL_RUNTIME_DIR, else $XDG_RUNTIME_DIR/rawtool, else
+  /// /tmp/rawtool-<uid>). Before a process's first statement on a database,
+  /// its driver ends what processes that died (SIGKILL) with the same
+  /// conninfo and password file recorded there and left running; the
+  /// sessions of live processes and of anyone else are not touched. See
+  /// docs/postgres-orphans.md.
   ///
   /// Memory: a row is sized before it is copied, so a row the caps withhold
   /// costs no copy; a failure whose fields pass limits.max_bytes keeps a
@@ -278,7 +295,10 @@ private:
 /// role (a statement can cancel or end them with pg_cancel_backend and
 /// pg_terminate_backend), transaction IDs consumed by pg_current_xact_id,
 /// usable foreign servers, logical messages at a lower wal_level, and
-/// max_prepared_transactions > 0 (contained: see execute).
+/// max_prepared_transactions > 0 (contained: see execute). A role whose
+/// CONNECTION LIMIT (or a server whose max_connections) leaves no room for
+/// pool_size connections and the reserve one is refused; a limit with room is
+/// reported with the figures.
 struct PostgresOptions {
   /// Runs read-only statements even where the audit refuses them; for
   /// trusted setups only.
@@ -289,6 +309,12 @@ struct PostgresOptions {
   /// Empty: none. A file that cannot be read makes the connection Unavailable
   /// with a complaint in rawtool's words.
   std::string password_file;
+  /// How many drivers with this conninfo the embedding program runs at once
+  /// (its pool size): the audit checks that the role's CONNECTION LIMIT and
+  /// the server's max_connections leave room for them and for the reserve
+  /// connection (see execute), and read-only mode refuses where they do not
+  /// (HazardKind::connection_limit).
+  std::size_t pool_size = 1;
 };
 
 /// A PostgreSQL driver for a libpq connection string or URL; an empty string

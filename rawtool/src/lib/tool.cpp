@@ -143,6 +143,7 @@ std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access, db.sqlite);
   PostgresOptions options;
   options.password_file = db.password_file.string();
+  options.pool_size = db.pool_size;
   return make_postgres_driver(db.target, options);
 }
 
