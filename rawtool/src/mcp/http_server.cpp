@@ -66,6 +66,17 @@ struct HttpSession {
   std::unique_ptr<Dispatcher> dispatcher;
   Clock::time_point last_used = Clock::now();  // guarded by Server::sessions_mutex_
   std::size_t requests_in_flight = 0;          // guarded by Server::sessions_mutex_
+  /// Set from make_session until add_session: the session holds a place
+  /// under the session limits that its initialize has not yet filled. Run
+  /// once, if the session is dropped before it is registered (a failed or
+  /// abandoned initialize), to give the place back.
+  std::function<void()> release_place;
+  HttpSession() = default;
+  HttpSession(const HttpSession&) = delete;
+  HttpSession& operator=(const HttpSession&) = delete;
+  ~HttpSession() {
+    if (release_place) release_place();
+  }
 };
 
 class Connection;
@@ -86,7 +97,9 @@ public:
 
   /// A new session for `client`, or nullptr when max_sessions are open, or
   /// max_sessions_per_token for this client, once idle sessions are ended.
-  /// Not registered until its initialize succeeds.
+  /// Not registered until its initialize succeeds, but counted against both
+  /// limits from now on, in the same step as the check: a burst of
+  /// initializes cannot pass a limit between the two.
   std::shared_ptr<HttpSession> make_session(const HttpClient* client) {
     std::vector<std::shared_ptr<HttpSession>> expired;  // closed outside the lock
     {
@@ -102,9 +115,12 @@ public:
           ++entry;
         }
       }
-      if (sessions_.size() >= config_.max_sessions || sessions_by_client_[client] >= config_.max_sessions_per_token) {
+      if (sessions_.size() + unregistered_ >= config_.max_sessions ||
+          sessions_by_client_[client] >= config_.max_sessions_per_token) {
         return nullptr;
       }
+      ++unregistered_;
+      ++sessions_by_client_[client];
     }
     // Nothing runs in an idle session: closing it returns at once.
     for (const auto& old : expired) old->dispatcher->close(std::chrono::milliseconds(0));
@@ -112,6 +128,11 @@ public:
     auto session = std::make_shared<HttpSession>();
     session->id = crypto::random_hex(16);
     session->client = client;
+    session->release_place = [this, client] {
+      std::lock_guard lock(sessions_mutex_);
+      --unregistered_;
+      --sessions_by_client_[client];
+    };
     session->dispatcher = std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
                                                        config_.max_reply_bytes, log_);
     return session;
@@ -149,9 +170,11 @@ public:
                         finished});
   }
 
+  /// Registers a session from make_session, in the place it holds.
   void add_session(std::shared_ptr<HttpSession> session) {
     std::lock_guard lock(sessions_mutex_);
-    ++sessions_by_client_[session->client];
+    session->release_place = nullptr;
+    --unregistered_;
     sessions_.emplace(session->id, std::move(session));
   }
   /// The session `id` names, when `client` opened it.
@@ -209,7 +232,8 @@ private:
   WorkerPool pool_;  // outlives the sessions, which are declared after it
   std::mutex sessions_mutex_;
   std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by sessions_mutex_
-  std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered sessions; guarded by sessions_mutex_
+  std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered and unregistered; guarded by sessions_mutex_
+  std::size_t unregistered_ = 0;  // sessions made whose initialize has not succeeded yet; guarded by sessions_mutex_
   std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;       // tool calls accepted; guarded by sessions_mutex_
   std::vector<std::shared_ptr<HttpSession>> stateless_;                      // requests of a stateless server; guarded by sessions_mutex_
   std::mutex closers_mutex_;
@@ -260,6 +284,11 @@ public:
 private:
   void read_header();
   void read_request_header();
+  /// Answers a request Beast could not parse with 400 (431 for headers over
+  /// the limit), logs it and closes; false for an error that is no request
+  /// (the client closed, or went quiet).
+  bool refuse_malformed(const beast::error_code& error);
+  void refuse_framing(bool too_large);
   void on_header();
   void on_body();
   void handle_delete();
@@ -295,6 +324,7 @@ private:
   std::shared_ptr<http::response_serializer<http::empty_body>> stream_serializer_;
   bool awaiting_answer_ = false;  // a tool call's answer is awaited; the socket is watched for a hang-up
   bool stateless_ = false;        // session_ is this request's own (a stateless server)
+  bool unframed_ = false;         // the request's framing is malformed: its answer closes the connection
   Accepted accepted_;             // what the request's Accept allows
 };
 
@@ -374,15 +404,43 @@ void Connection::read_header() {
 void Connection::read_request_header() {
   stream_.expires_after(server_.config().request_timeout);
   http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
-    if (error) return;  // closed, timed out or unreadable: the connection ends
+    if (self->refuse_malformed(error)) return;
+    if (error) return;  // closed or timed out: the connection ends
     self->on_header();
   });
+}
+
+bool Connection::refuse_malformed(const beast::error_code& error) {
+  // A client that closed or went quiet is not answered; a request Beast could
+  // not parse is, so that its sender and the log both learn why it ended.
+  if (error.category() != http::make_error_code(http::error::bad_method).category() ||
+      error == http::error::end_of_stream || error == http::error::partial_message || error == http::error::short_read) {
+    return false;
+  }
+  refuse_framing(error == http::error::header_limit);
+  return true;
+}
+
+void Connection::refuse_framing(bool too_large) {
+  unframed_ = true;
+  log_event(server_.log(), LogLevel::warn, "rejected",
+            too_large ? "a request whose headers are over 16 KiB (431)"
+                      : "a request whose HTTP framing could not be parsed (400)");
+  // Whatever follows on this connection cannot be framed: the answer closes it.
+  Response response(too_large ? http::status::request_header_fields_too_large : http::status::bad_request, 11);
+  response.set(http::field::content_type, "application/json");
+  response.body() = error_body(ErrorCode::invalid_request, too_large ? "the request's headers are over 16 KiB"
+                                                                     : "the request's HTTP framing is malformed");
+  send(std::move(response));
 }
 
 void Connection::on_header() {
   const auto& request = parser_->get();
   const auto target = std::string_view(request.target().data(), request.target().size());
   const auto method = request.method();
+  // A Transfer-Encoding whose last coding is not chunked leaves the body's
+  // length unknowable (RFC 9112, 6.3): the request cannot be framed.
+  if (request.find(http::field::transfer_encoding) != request.end() && !parser_->chunked()) return refuse_framing(false);
   if (target == "/healthz") {
     if (method != http::verb::get && method != http::verb::head) return refuse(http::status::method_not_allowed, "");
     Response response(http::status::ok, request.version());
@@ -434,6 +492,7 @@ void Connection::on_header() {
     if (error == http::error::body_limit) {
       return self->refuse(http::status::payload_too_large, "the request body is over the server's limit");
     }
+    if (self->refuse_malformed(error)) return;
     if (error) return;
     self->on_body();
   });
@@ -689,7 +748,7 @@ void Connection::refuse(http::status status, std::string_view message) {
 void Connection::send(Response response) {
   // A request whose body was not read cannot be followed by another on this
   // connection.
-  const bool keep_alive = parser_->is_done() && parser_->get().keep_alive();
+  const bool keep_alive = !unframed_ && parser_->is_done() && parser_->get().keep_alive();
   response.keep_alive(keep_alive);
   response.set(http::field::server, "rawtool");
   response.prepare_payload();

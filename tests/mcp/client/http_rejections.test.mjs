@@ -156,6 +156,40 @@ describe("requests turned away", () => {
     assert.equal(response.status, 413);
   });
 
+  // Framing Beast cannot parse: each is answered, logged, and the connection closed.
+  const head = `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${aliceToken}\r\n` +
+    "Content-Type: application/json\r\nAccept: application/json\r\n";
+  const malformed = [
+    ["Content-Length beside Transfer-Encoding", 400,
+      head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
+    ["two different Content-Lengths", 400, head + "Content-Length: 5\r\nContent-Length: 6\r\n\r\n{}   "],
+    ["a Content-Length that is not a number", 400, head + "Content-Length: 5x\r\n\r\n{}   "],
+    ["a chunk size that overflows", 400,
+      head + "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffffffffff\r\n{}\r\n0\r\n\r\n"],
+    ["a chunk size that is not hexadecimal", 400, head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"],
+    ["a Transfer-Encoding other than chunked last", 400, head + "Transfer-Encoding: chunked, gzip\r\n\r\n"],
+    ["a request line with no version", 400, "POST /mcp\r\nHost: x\r\n\r\n"],
+    ["a header line without a colon", 400, "POST /mcp HTTP/1.1\r\nHost x\r\n\r\n"],
+    ["headers over 16 KiB", 431, head + `X-Filler: ${"a".repeat(17 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`],
+    ["many small headers over 16 KiB together", 431,
+      head + Array.from({ length: 1200 }, (_, i) => `X-H${i}: 0123456789\r\n`).join("") + "Content-Length: 2\r\n\r\n{}"],
+  ];
+  for (const [what, status, bytes] of malformed) {
+    test(`${what}: ${status} with a short body and a log line, then the connection closes`, async () => {
+      const rejectedBefore = server.log().split("\n").filter((line) => line.includes('"event":"rejected"')).length;
+      const reply = await rawExchange(bytes);
+      assert.match(reply, new RegExp(`^HTTP/1\\.1 ${status} `));
+      assert.match(reply, /\r\nConnection: close\r\n/i);
+      const deadline = Date.now() + 3000;
+      let rejected = rejectedBefore;
+      while (rejected === rejectedBefore && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        rejected = server.log().split("\n").filter((line) => line.includes('"event":"rejected"')).length;
+      }
+      assert.equal(rejected, rejectedBefore + 1, "one log line for the rejected request");
+    });
+  }
+
   test("malformed JSON gets 400 with a JSON-RPC parse error", async () => {
     const session = await openSession(aliceToken);
     const response = await post('{"jsonrpc": "2.0", "id": ', { token: aliceToken, headers: sessionHeaders(session) });
@@ -429,6 +463,55 @@ describe("limits per token", () => {
     assert.equal(first.result?.isError, false);
     const after = await (await call(aliceToken, a2.id, 4, "SELECT 1")).json();
     assert.equal(after.result?.isError, false, "the token's call slot is free again once its call is answered");
+  });
+});
+
+describe("session limits under a burst", () => {
+  // A place under the limits is taken when an initialize is accepted, not
+  // when it is answered: 40 initializes at once cannot pass either limit.
+  const bursty = structuredClone(config);
+  Object.assign(bursty.http, { max_sessions: 6, max_sessions_per_token: 4 });
+  let own;
+  before(async () => {
+    own = await startHttpServer(binary, bursty);
+    assert.ok(own.url);
+  });
+  after(async () => {
+    if (own?.url) assert.equal(await own.stop(), 0);
+  });
+  const burst = (token) =>
+    Promise.all(
+      Array.from({ length: 40 }, () =>
+        fetch(own.url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}` },
+          body: JSON.stringify(initialize),
+        }).then(async (response) => {
+          await response.text();
+          return { status: response.status, id: response.headers.get("mcp-session-id") };
+        }),
+      ),
+    );
+
+  test("40 initializes at once: max_sessions_per_token get sessions, the rest 503; then max_sessions caps the server", async () => {
+    // Initializes that fail, one after another, more than the limit: each
+    // holds a place while it runs and gives it back when it fails.
+    for (let i = 0; i < 6; ++i) {
+      const response = await fetch(own.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${aliceToken}` },
+        body: JSON.stringify({ ...initialize, params: { capabilities: {} } }),
+      });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get("mcp-session-id"), null, "an initialize without protocolVersion opens no session");
+      assert.equal((await response.json()).error?.code, -32602);
+    }
+    const alice = await burst(aliceToken);
+    assert.equal(alice.filter((r) => r.status === 200 && r.id).length, 4, "max_sessions_per_token is 4");
+    assert.equal(alice.filter((r) => r.status === 503).length, 36);
+    const bob = await burst(bobToken);
+    assert.equal(bob.filter((r) => r.status === 200 && r.id).length, 2, "max_sessions is 6: 2 places were left");
+    assert.equal(bob.filter((r) => r.status === 503).length, 38);
   });
 });
 
