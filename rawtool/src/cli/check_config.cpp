@@ -29,9 +29,10 @@ constexpr std::string_view help =
     "per database, the server's version and encoding, the role, and every hazard\n"
     "the driver checks for: what the role can become or do that a read-only\n"
     "transaction does not stop (refused in read-only mode) or that an operator\n"
-    "should know (reported only). Names the server sent are shown escaped. A\n"
-    "database that cannot be reached is reported in rawtool's words on stdout and\n"
-    "with the library's words on stderr.\n"
+    "should know (reported only; a database's refuse_hazards makes the kinds it\n"
+    "lists refused). Names the server sent are shown escaped, at most twenty per\n"
+    "hazard and a count of the others. A database that cannot be reached is\n"
+    "reported in rawtool's words on stdout and with the library's words on stderr.\n"
     "\n"
     "With --connect it also prepares every catalog query on its database without\n"
     "running it (PostgreSQL: prepared, described and planned inside a READ ONLY\n"
@@ -85,6 +86,7 @@ std::size_t print_connect_check(Tool& tool) {
       if (!hazard.names.empty()) {
         out += " Named: ";
         for (std::size_t i = 0; i < hazard.names.size(); ++i) out += (i == 0 ? "" : ", ") + quoted(hazard.names[i]);
+        if (hazard.names_left_out > 0) out += ", and " + std::to_string(hazard.names_left_out) + " more";
         out += '.';
       }
       out += '\n';

@@ -143,6 +143,7 @@ std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   if (db.kind == TargetKind::sqlite_path) return make_sqlite_driver(db.target, db.access, db.sqlite);
   PostgresOptions options;
   options.password_file = db.password_file.string();
+  options.refuse_hazards = db.refuse_hazards;
   return make_postgres_driver(db.target, options);
 }
 
