@@ -142,7 +142,7 @@ TEST_CASE("check-config --connect names what a role owns, the SECURITY DEFINER f
   CHECK_THAT(one_line("rawtool: database owner: hazard table_owner (refused in read-only mode): "),
              Catch::EndsWith(R"( Named: "cli_audit_t".)"));
   CHECK_THAT(one_line("rawtool: database definer: hazard security_definer (reported, not refused): "),
-             Catch::Contains(R"( Named: "cli_audit_run() owned by )" + superuser + "\""));
+             Catch::Contains(R"("cli_audit_run() owned by )" + superuser + "\""));
   CHECK_THAT(one_line("rawtool: database strict: hazard security_definer (refused in read-only mode): "),
              Catch::Contains("The configuration's refuse_hazards lists security_definer"));
   CHECK_THAT(one_line("rawtool: database definer: hazard server_log (reported, not refused): "),

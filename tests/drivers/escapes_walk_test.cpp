@@ -61,7 +61,7 @@ std::string lasting_state() {
       // tables stay under autovacuum's analyze threshold (50 rows).
       "(SELECT string_agg(relname || ':' || reltuples || ':' || relpages, ',' ORDER BY relname) FROM pg_class "
       " WHERE relname LIKE 'walk%' AND relkind = 'r'), "
-      "(SELECT string_agg(last_value || ':' || is_called, ',') FROM pg_sequences WHERE sequencename LIKE 'walk_owned%'), "
+      "(SELECT string_agg(coalesce(last_value::text, '-'), ',') FROM pg_sequences WHERE sequencename LIKE 'walk_owned%'), "
       "(SELECT count(*) FROM pg_largeobject_metadata m JOIN pg_roles r ON r.oid = m.lomowner WHERE r.rolname LIKE 'walk%'), "
       "(SELECT coalesce(string_agg(gid, ',' ORDER BY gid), '-') FROM pg_prepared_xacts "
       " WHERE gid LIKE 'walk%' OR owner LIKE 'walk%'), "

@@ -239,12 +239,18 @@ TEST_CASE("a superuser's SECURITY DEFINER function the role can run is reported,
           "[postgres][read_only][audit]") {
   const auto url = pg_url();
   if (!url) return;
-  const std::vector<std::string> roles = {"audit_definer_login"};
+  const std::vector<std::string> roles = {"audit_definer_login", "audit_definer_other"};
   drop_all(roles);
   const std::string file = fmt::format("/tmp/rawtool-audit-definer-{}", getpid());
   std::filesystem::remove(file);
   pg_admin(fmt::format(
       "DROP FUNCTION IF EXISTS audit_definer_run(); CREATE ROLE audit_definer_login LOGIN;"
+      // Another role's, named before the superuser's in the alphabet, listed after it.
+      "CREATE ROLE audit_definer_other NOLOGIN;"
+      "CREATE FUNCTION a_audit_definer_other() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1';"
+      "ALTER FUNCTION a_audit_definer_other() OWNER TO audit_definer_other;"
+      "REVOKE EXECUTE ON FUNCTION a_audit_definer_other() FROM PUBLIC;"
+      "GRANT EXECUTE ON FUNCTION a_audit_definer_other() TO audit_definer_login;"
       "GRANT CONNECT ON DATABASE rawtool_test TO audit_definer_login;"
       "CREATE FUNCTION audit_definer_run() RETURNS void LANGUAGE plpgsql SECURITY DEFINER AS "
       "$$BEGIN COPY (SELECT 1) TO PROGRAM 'touch {}'; END$$;"
@@ -268,9 +274,13 @@ TEST_CASE("a superuser's SECURITY DEFINER function the role can run is reported,
     const DatabaseReport report = inspect(*driver);
     const auto [refused, names] = definer_names(report);
     CHECK_FALSE(refused);
-    // The superuser's comes first, named with its owner.
-    REQUIRE_FALSE(names.empty());
-    CHECK(names.front() == "audit_definer_run() owned by " + pg_admin("SELECT current_user"));
+    // Each named with its owner, the superuser's before another role's.
+    const auto superusers = std::find(names.begin(), names.end(),
+                                      "audit_definer_run() owned by " + pg_admin("SELECT current_user"));
+    const auto others = std::find(names.begin(), names.end(), "a_audit_definer_other() owned by audit_definer_other");
+    CHECK(superusers != names.end());
+    CHECK(others != names.end());
+    CHECK(superusers < others);
     CHECK_THAT(hazard_of(report, HazardKind::security_definer)->explanation.str(),
                Catch::Contains("owned by a superuser"));
     // Reported, not refused: the function runs a program on the server host from read-only mode.
