@@ -45,7 +45,7 @@ void drop_all(const std::vector<std::string>& roles, const std::vector<std::stri
   for (const std::string& database : databases) pg_admin(fmt::format("DROP DATABASE IF EXISTS {} WITH (FORCE)", database));
   for (const std::string& role : roles) {
     pg_admin(fmt::format("DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{0}') THEN "
-                         "DROP OWNED BY {0}; DROP ROLE {0}; END IF; END$$",
+                         "DROP OWNED BY {0} CASCADE; DROP ROLE {0}; END IF; END$$",
                          role));
   }
 }
