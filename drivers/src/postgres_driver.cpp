@@ -19,7 +19,7 @@
 //               <statement> · ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   read-write: [set_config(timeouts, session) · Sync]   only when they changed
 //               <statement> · Sync                        (commits on its own)
-//               DISCARD ALL · set_config(timeouts, session) · Sync
+//               DISCARD ALL · set_config(timeouts, session) · fresh? · Sync
 //
 // The statement goes through the extended protocol, so it is exactly one
 // statement: the server refuses a second.
@@ -57,6 +57,23 @@
 // read-write call ends with DISCARD ALL and sets this call's timeouts again
 // right after it, in the same segment: that needs a session of its own, not
 // a transaction pool.
+//
+// DISCARD ALL leaves some things behind that a later caller can see, and
+// the same segment asks after those it can: the session's temporary schema
+// (pg_my_temp_schema() stays set once a temporary object was made, even
+// after DISCARD TEMP) and, once per connection, whether its role may execute
+// dblink_connect, whose connections (named or not) DISCARD ALL leaves open
+// for the next caller to use as whoever opened them, and which nothing can
+// list. A connection that may hold either is given up after the call, not
+// reset: on a role that may open dblink connections, after every read-write
+// call (read-only mode refuses such a role). What nothing can ask after
+// stays, in both modes: a custom setting's name (SET myapp.x makes the
+// placeholder myapp.x, whose value RESET ALL and ROLLBACK empty but which
+// stays defined, so current_setting('myapp.x', true) answers '' where a
+// fresh session answers NULL; values never stay), and which libraries the
+// server process has loaded (LOAD, or an extension's function, whose
+// settings then show in pg_settings). tests/drivers/postgres_session_state_test
+// walks each family, and pins these two.
 //
 // If anything is left over all the same (an open transaction, a failed
 // cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
@@ -343,6 +360,14 @@ public:
     }
     audit_ = audit;
     audited_at_ = Clock::now();
+    // The epoch as a numeric, not the timestamp's or a float's text, which
+    // follow settings a database can have of its own (TimeZone, DateStyle,
+    // extra_float_digits).
+    const Result server(PQexec(conn_, "SELECT EXTRACT(epoch FROM pg_catalog.pg_postmaster_start_time())::numeric(20, 6)::text "
+                                      "|| ' port ' || pg_catalog.current_setting('port')"));
+    if (PQresultStatus(server.get()) == PGRES_TUPLES_OK && PQntuples(server.get()) == 1) {
+      audit->report.server = text_of(PQgetvalue(server.get(), 0, 0));
+    }
     return std::move(audit->report);
   }
 
@@ -444,6 +469,9 @@ private:
   std::string conninfo_;
   PostgresOptions options_;
   std::optional<SessionTimeouts> session_timeouts_;  ///< as the last clean call left them; unknown after a reset
+  /// Whether the session's role may execute dblink_connect, as the first
+  /// read-write call of the connection asked (see run_read_write).
+  std::optional<bool> dblink_executable_;
   std::optional<detail::SessionAudit> audit_;  ///< of this connection's session; see audit_refusal
   Clock::time_point audited_at_{};
   std::unique_ptr<Session> session_;
@@ -538,6 +566,7 @@ void PostgresDriver::disconnect() noexcept {
   type_names_.clear();
   audit_.reset();
   session_timeouts_.reset();
+  dblink_executable_.reset();
 }
 
 
@@ -1073,6 +1102,9 @@ struct PostgresDriver::Call {
   NoticeSink notices;   ///< the statement's
   NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
   bool clean = true;    ///< every wrapping step answered as expected
+  /// The session may hold what no reset undoes (see run_read_write): the
+  /// connection is closed after the call.
+  bool give_up_connection = false;
   /// A read-only call through a pooler (see through_pooler): its timeouts are
   /// set by the first query of its transaction, which also answers which
   /// server process runs it.
@@ -1351,16 +1383,40 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   return std::move(*outcome);
 }
 
+namespace {
+
+/// After DISCARD ALL: true when the session has no temporary schema, which
+/// stays once a temporary object was made (see the file comment). A function
+/// call: it costs the segment next to nothing.
+constexpr const char* fresh_session_query = "SELECT pg_catalog.pg_my_temp_schema() = 0";
+
+/// The same, and whether the session's role may execute dblink_connect
+/// (whose connections nothing can list, see the file comment): asked once per
+/// connection, since the join costs the server a millisecond. The ownership
+/// of the extension's functions (pg_depend), not their names alone, says
+/// which are dblink's.
+constexpr const char* fresh_session_and_dblink_query =
+    "SELECT pg_catalog.pg_my_temp_schema() = 0, EXISTS (SELECT FROM pg_catalog.pg_extension e "
+    "JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass "
+    "AND d.refobjid = e.oid AND d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.deptype = 'e' "
+    "JOIN pg_catalog.pg_proc p ON p.oid = d.objid "
+    "WHERE e.extname = 'dblink' AND p.proname IN ('dblink_connect', 'dblink_connect_u') "
+    "AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE'))";
+
+}  // namespace
+
 // Read-write: the statement keeps its own Sync, so that it commits whatever
-// its cleanup does; the cleanup resets the session and sets this call's
-// timeouts again:
-//   [set_config(timeouts) · Sync]  <statement> · Sync  DISCARD ALL · set_config(timeouts) · Sync
+// its cleanup does; the cleanup resets the session, sets this call's
+// timeouts again and asks whether the session is now as a fresh one:
+//   [set_config(timeouts) · Sync]  <statement> · Sync
+//   DISCARD ALL · set_config(timeouts) · fresh_session_query · Sync
 Outcome PostgresDriver::run_read_write(Call& call) {
   bool sent = PQenterPipelineMode(conn_) == 1;
   if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
   sent = sent && send_statement(call, call.statement) && PQpipelineSync(conn_) == 1 &&
          send_text("DISCARD ALL") &&  // first in its segment: it refuses to run after another statement in one transaction
-         send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
+         send_text(call.timeouts.c_str()) &&
+         send_text(dblink_executable_.has_value() ? fresh_session_query : fresh_session_and_dblink_query) && PQpipelineSync(conn_) == 1;
   if (!sent) return broken_connection();
 
   call.clean = read_timeouts(call);
@@ -1370,9 +1426,18 @@ Outcome PostgresDriver::run_read_write(Call& call) {
   // DISCARD ALL reset the timeouts to the connection's defaults; the
   // set_config after it put this call's back, so a next call with the same
   // limits needs no preamble.
-  const bool reset = drain_queries(2) && expect_sync();
+  bool reset = drain_queries(2);
+  bool no_temporary_schema = false;  // unless the server says so
+  while (Result result = next_result()) {
+    const bool answered = PQresultStatus(result.get()) == PGRES_TUPLES_OK && PQntuples(result.get()) == 1;
+    no_temporary_schema = answered && std::string_view(PQgetvalue(result.get(), 0, 0)) == "t";
+    if (answered && PQnfields(result.get()) == 2) dblink_executable_ = std::string_view(PQgetvalue(result.get(), 0, 1)) == "t";
+    reset = reset && answered;
+  }
+  reset = expect_sync() && reset;
   session_timeouts_ = reset ? std::optional(call.wanted) : std::nullopt;
   call.clean = reset && call.clean;
+  call.give_up_connection = !no_temporary_schema || dblink_executable_.value_or(true);
   return outcome;
 }
 
@@ -1409,6 +1474,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .notices = {},
             .wrapping = {},
             .clean = true,
+            .give_up_connection = false,
             .pooled = false,
             .server_pid = 0,
             .transaction_started = {}};
@@ -1552,6 +1618,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
   if (auto* rows = std::get_if<Rows>(&outcome); rows != nullptr && conn_ != nullptr) {
     name_types(rows->columns, column_types_);
   }
+  if (call.give_up_connection) disconnect();  // after the types are named, on this connection
   if (cancel_requested_.load() && !std::holds_alternative<Failure>(outcome) && !std::holds_alternative<Refusal>(outcome)) {
     return refuse(RefusalReason::cancelled, "The statement was cancelled.");
   }

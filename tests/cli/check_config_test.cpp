@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -333,4 +334,63 @@ TEST_CASE("check-config --connect compiles each SQLite catalog query without run
       {"query", "--config", (folder.path() / "config.json").string(), "--json", "SELECT count(*) AS n FROM items"},
       clean_env());
   CHECK_THAT(counted.out, Catch::Contains(R"([["2"]])"));
+}
+
+TEST_CASE("check-config --connect names tokens of different scopes that connect as one PostgreSQL role on one server",
+          "[cli][postgres][http]") {
+  const auto url = pg_url();
+  if (!url) return;
+  const auto reader = pg_url(true);
+  if (!reader) return;
+  const char* socket_dir = std::getenv("RAWTOOL_TEST_PG_DIR");
+  const char* port = std::getenv("RAWTOOL_TEST_PG_PORT");
+  REQUIRE(socket_dir != nullptr);
+  REQUIRE(port != nullptr);
+  const std::string drop =
+      "DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'cli_shared_other') THEN "
+      "DROP OWNED BY cli_shared_other; DROP ROLE cli_shared_other; END IF; END$$";
+  pg_admin(drop);
+  pg_admin("CREATE ROLE cli_shared_other LOGIN; GRANT CONNECT ON DATABASE rawtool_test TO cli_shared_other");
+  struct Drop {
+    std::string sql;
+    ~Drop() { pg_admin(sql); }
+  } dropped{drop};
+
+  // The second database is another database of the same server, reached
+  // through its socket rather than TCP: one server all the same. Read-write,
+  // as tenants' databases often are (and the postgres database's grants are
+  // not the test database's, which read-only mode would refuse).
+  const std::string same_role = fmt::format("postgresql:///postgres?host={}&port={}&user=rawtool_reader", socket_dir, port);
+  const std::string other_role = fmt::format("postgresql:///postgres?host={}&port={}&user=cli_shared_other", socket_dir, port);
+  const auto config_for = [&](const std::string& second) {
+    return nlohmann::json{
+        {"databases",
+         {{{"label", "tenant_a_db"}, {"url", *reader}, {"access", "read_write"}},
+          {{"label", "tenant_b_db"}, {"url", second}, {"access", "read_write"}}}},
+        {"http",
+         {{"tokens",
+           {{{"name", "tenant-a"}, {"sha256", std::string(64, 'a')}, {"databases", {"tenant_a_db"}}},
+            {{"name", "tenant-b"}, {"sha256", std::string(64, 'b')}, {"databases", {"tenant_b_db"}}}}}}}}
+        .dump();
+  };
+  ScratchFolder folder;
+  write_file(folder.path() / "shared.json", config_for(same_role));
+  write_file(folder.path() / "apart.json", config_for(other_role));
+
+  const auto shared = run_rawtool({"check-config", "--config", (folder.path() / "shared.json").string(), "--connect"}, clean_env());
+  INFO(shared.out << shared.err);
+  const auto warnings = lines_starting(shared.out, "rawtool: warning: tokens tenant-a, tenant-b ");
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("one PostgreSQL role, \"rawtool_reader\", on one server"));
+  CHECK_THAT(warnings[0], Catch::Contains("(databases tenant_a_db, tenant_b_db)"));
+  CHECK_THAT(warnings[0], Catch::Contains("see the others' statements in pg_stat_activity"));
+  CHECK_THAT(warnings[0], Catch::Contains("cancel or end their sessions"));
+  CHECK_THAT(warnings[0], Catch::Contains("give each token scope a role of its own"));
+  CHECK(shared.exit_status == 0);  // a warning: the configuration can be served
+
+  const auto apart = run_rawtool({"check-config", "--config", (folder.path() / "apart.json").string(), "--connect"}, clean_env());
+  INFO(apart.out << apart.err);
+  CHECK_THAT(apart.out, Catch::Contains("role \"cli_shared_other\""));  // it connected, as the other role
+  CHECK(lines_starting(apart.out, "rawtool: warning:").empty());
+  CHECK(apart.exit_status == 0);
 }

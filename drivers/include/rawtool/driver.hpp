@@ -114,6 +114,14 @@ struct DatabaseReport {
   Untrusted encoding;        ///< PostgreSQL's server_encoding; SQLite's PRAGMA encoding
   Untrusted role;            ///< PostgreSQL's session_user; empty for SQLite
   std::vector<Hazard> hazards;
+  /// PostgreSQL: which running server the connection reached, as the server
+  /// itself answers (when its postmaster started, to the microsecond, and
+  /// the port it listens on), so that two databases reached by different
+  /// host names, a socket or a pooler compare equal when they are one server
+  /// (one pg_stat_activity, one set of roles). A restart between two
+  /// connections makes one server look like two. Empty for SQLite, and when
+  /// the server did not answer.
+  Untrusted server;
 };
 
 /// What an engine makes of one statement it prepared without running it: for

@@ -7,6 +7,7 @@
 
 #include <rawtool/config.hpp>
 #include <rawtool/render/escape.hpp>
+#include <rawtool/shared_roles.hpp>
 #include <rawtool/tool.hpp>
 
 #include <array>
@@ -33,6 +34,10 @@ constexpr std::string_view help =
     "lists refused). Names the server sent are shown escaped, at most twenty per\n"
     "hazard and a count of the others. A database that cannot be reached is\n"
     "reported in rawtool's words on stdout and with the library's words on stderr.\n"
+    "It warns when tokens (http.tokens) with different database scopes reach\n"
+    "databases that connect as one PostgreSQL role on one server (one server: the\n"
+    "same postmaster start time and port, as the server answers): their tenants\n"
+    "can see and cancel each other's statements.\n"
     "\n"
     "With --connect it also prepares every catalog query on its database without\n"
     "running it (PostgreSQL: prepared, described and planned inside a READ ONLY\n"
@@ -65,7 +70,8 @@ std::string quoted(const Untrusted& value) {
 std::size_t print_connect_check(Tool& tool) {
   std::size_t problems = 0;
   std::string out;
-  for (const DatabaseCheck& check : tool.inspect_databases()) {
+  const std::vector<DatabaseCheck> checks = tool.inspect_databases();
+  for (const DatabaseCheck& check : checks) {
     const std::string head = "rawtool: database " + check.label + ": ";
     if (!check.report) {
       ++problems;
@@ -92,6 +98,16 @@ std::size_t print_connect_check(Tool& tool) {
       out += '\n';
     }
     if (refused) ++problems;
+  }
+  // A warning, not a problem: the configuration works, and the operator may
+  // mean it (tokens of one tenant with scopes of different sizes).
+  for (const SharedRole& shared : find_shared_roles(tool.config(), checks)) {
+    out += "rawtool: warning: tokens ";
+    for (std::size_t i = 0; i < shared.tokens.size(); ++i) out += (i == 0 ? "" : ", ") + shared.tokens[i];
+    out += " have different database scopes but connect as one PostgreSQL role, " + quoted(shared.role) +
+           ", on one server (databases ";
+    for (std::size_t i = 0; i < shared.databases.size(); ++i) out += (i == 0 ? "" : ", ") + shared.databases[i];
+    out += "): " + std::string(shared_role_consequence) + ".\n";
   }
   // A problem is a database: one that cannot be reached, or a read-only one with a refused hazard.
   out += problems == 0 ? "rawtool: connect check OK\n"

@@ -2,6 +2,16 @@
 
 #include <stdexcept>
 
+// One pool per database, shared by every caller that reaches the database
+// (HTTP tokens, OAuth subjects, stdio sessions): connections are not kept per
+// token. Each call leaves its connection as a fresh one would be: the
+// driver resets what the call left, or gives up a connection it cannot
+// reset (the PostgreSQL driver's file comment lists what it does). Pools
+// per token would multiply the server connections by the number of tokens,
+// against a role's connection limit and the server's max_connections, for
+// no isolation gained: one token's own calls come from different sessions
+// and agents, which need that same reset between them anyway.
+
 namespace rawtool::detail {
 
 ConnectionPool::Lease& ConnectionPool::Lease::operator=(Lease&& other) noexcept {

@@ -1,6 +1,8 @@
 // rawtool::mcp::serve_http: the MCP server over rawtool::Tool, on HTTP.
 
 #include <rawtool/mcp.hpp>
+#include <rawtool/render/json.hpp>
+#include <rawtool/shared_roles.hpp>
 
 #include "mcp/http_server.hpp"
 #include "mcp/tool_backend.hpp"
@@ -42,8 +44,29 @@ int serve_http(Tool& tool, std::string_view listen) {
   server.shutdown_grace = std::chrono::seconds(config.http.shutdown_grace_seconds);
   server.sessions = config.http.sessions;
 
+  const auto& log = rawtool::detail::ToolInternals::log(tool);
+  if (scopes_may_share_roles(config) && log.enabled(LogLevel::warn)) {
+    // Tenants apart in rawtool but together on the server: connecting to
+    // every database now is the one way to learn each one's role and server.
+    const std::vector<DatabaseCheck> checks = tool.inspect_databases();
+    for (const DatabaseCheck& check : checks) {
+      if (check.engine != Engine::postgresql || check.report) continue;
+      log.write(LogLevel::warn, "mcp", "shared_role_unchecked",
+                nlohmann::json{{"detail", "could not connect at start-up to learn which role the database connects as"},
+                               {"database", check.label}});
+    }
+    for (const SharedRole& shared : find_shared_roles(config, checks)) {
+      log.write(LogLevel::warn, "mcp", "shared_role",
+                nlohmann::json{{"detail", "tokens with different database scopes connect as one PostgreSQL role on one "
+                                          "server: " + std::string(shared_role_consequence)},
+                               {"role", render::to_log_json(shared.role)},
+                               {"tokens", shared.tokens},
+                               {"databases", shared.databases}});
+    }
+  }
+
   detail::ToolBackend backend(tool);
-  return detail::run_http_server(backend, server, rawtool::detail::ToolInternals::log(tool));
+  return detail::run_http_server(backend, server, log);
 }
 
 }  // namespace rawtool::mcp

@@ -234,8 +234,13 @@ constexpr const char* set_timeouts =
     "false), pg_catalog.set_config('idle_in_transaction_session_timeout', '9000', false)";
 
 /// The read-write wrapping as the driver sends it with unchanged limits: the
-/// statement commits at its own Sync, then DISCARD ALL and the timeouts.
+/// statement commits at its own Sync, then DISCARD ALL, the timeouts and the
+/// question whether the session is as a fresh one (its temporary schema).
 void select1_pipe_read_write_wrapping(benchmark::State& state) {
+  run_pipeline(state, {{"SELECT 1"}, {"DISCARD ALL", set_timeouts, "SELECT pg_catalog.pg_my_temp_schema() = 0"}});
+}
+/// The same without that question: what it costs.
+void select1_pipe_read_write_without_fresh_check(benchmark::State& state) {
   run_pipeline(state, {{"SELECT 1"}, {"DISCARD ALL", set_timeouts}});
 }
 /// The read-write wrapping with the timeouts sent ahead of every statement,
@@ -344,6 +349,7 @@ BENCHMARK(select1_pipe_one_sync_deallocate_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_one_sync_discard_all)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_full_prepared)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_wrapping)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_read_write_without_fresh_check)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_three_syncs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_driver_read_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_failing_driver_read_only)->Unit(benchmark::kMicrosecond);
