@@ -16,4 +16,7 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO rawtool_read
 -- section), so the function is kept for the roles that are granted it.
 REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text),
   pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+-- The server logs nothing the role's statements raise (a RAISE in a loop
+-- would write to the log for the length of a call); the role cannot change it.
+ALTER ROLE rawtool_reader SET log_min_messages = fatal;
 SQL

@@ -38,8 +38,36 @@ std::string_view hazard_kind_name(HazardKind kind) noexcept {
     case HazardKind::shared_role: return "shared_role";
     case HazardKind::prepared_transactions: return "prepared_transactions";
     case HazardKind::connection_limit: return "connection_limit";
+    case HazardKind::database_owner: return "database_owner";
+    case HazardKind::schema_owner: return "schema_owner";
+    case HazardKind::table_owner: return "table_owner";
+    case HazardKind::sequence_owner: return "sequence_owner";
+    case HazardKind::function_owner: return "function_owner";
+    case HazardKind::maintain: return "maintain";
+    case HazardKind::security_definer: return "security_definer";
+    case HazardKind::server_log: return "server_log";
   }
   return "unknown";
+}
+
+std::span<const HazardKind> hazard_kinds() noexcept {
+  static constexpr HazardKind all[] = {
+      HazardKind::superuser,         HazardKind::server_files,          HazardKind::server_program,
+      HazardKind::replication,       HazardKind::signal_any_backend,    HazardKind::server_state_function,
+      HazardKind::server_file_function, HazardKind::logical_message,    HazardKind::remote_connection,
+      HazardKind::foreign_server,    HazardKind::signal_same_role,      HazardKind::transaction_ids,
+      HazardKind::shared_role,       HazardKind::prepared_transactions, HazardKind::database_owner,
+      HazardKind::schema_owner,      HazardKind::table_owner,           HazardKind::sequence_owner,
+      HazardKind::function_owner,    HazardKind::maintain,              HazardKind::security_definer,
+      HazardKind::server_log,
+  };
+  return all;
+}
+
+std::optional<HazardKind> hazard_kind_from_name(std::string_view name) noexcept {
+  for (const HazardKind kind : hazard_kinds())
+    if (hazard_kind_name(kind) == name) return kind;
+  return std::nullopt;
 }
 
 namespace {

@@ -10,6 +10,8 @@
 #include <charconv>
 #include <cstring>
 #include <map>
+#include <span>
+#include <utility>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +30,46 @@ namespace {
 // EXECUTE on one of them is the hazard. Only effects that a rollback does not
 // undo count: a function that writes catalogs (pg_import_system_collations)
 // is undone with the transaction. Each row is a kind and a name.
+//
+// Ownership, by any role reached, as checked against PostgreSQL 15 inside
+// BEGIN READ ONLY ... ROLLBACK:
+//   - a table's owner (also a partitioned table, materialized view or foreign
+//     table; ANALYZE takes no other kind) and the database's owner (every
+//     table but the shared catalogs) can ANALYZE. ANALYZE runs in a read-only
+//     transaction, and the pg_class.reltuples and relpages it writes in place
+//     and the analyze_count it reports stay after the rollback: refused. On
+//     PostgreSQL 17 pg_maintain and the MAINTAIN privilege give the same.
+//   - the owner of a table can also CLUSTER and REINDEX it (allowed in a
+//     read-only transaction, but the new files are dropped with the rollback,
+//     relfilenode unchanged) and LOCK it ACCESS EXCLUSIVE for the length of
+//     the call; ALTER, COMMENT, GRANT, SECURITY LABEL, CREATE INDEX are
+//     refused by the READ ONLY transaction and VACUUM by the transaction block.
+//   - a schema's owner cannot ANALYZE the tables in it owned by others
+//     ("only table or database owner can analyze it"), and DROP, ALTER,
+//     CREATE in it are refused as read-only. A sequence's owner gets no more
+//     than USAGE gives (nextval, setval, ALTER SEQUENCE are refused as
+//     read-only); a function's owner cannot ALTER or replace it (refused as
+//     read-only). Reported, so that the operator knows the role owns them.
+// A SECURITY DEFINER function runs as its owner: one owned by a superuser can
+// run COPY ... TO PROGRAM from inside a READ ONLY transaction (checked). One
+// whose owner the session can become gives it nothing new and is left out.
+// What such a function does is up to its code, so it is reported, not
+// refused; the superuser-owned and server-file/program-owned ones come first.
+//
+// A kind's rows may carry an order after a dot ('security_definer.0': owned
+// by a superuser), which the names are sorted by, the worst first. Each kind
+// lists at most 20 names; a 'more.<kind>' row counts the others, and
+// 'count.<what>' rows give counts for the explanations.
+//
+// The server log: a message is written to it when its level reaches the
+// effective log_min_messages (the role's ALTER ROLE ... SET included), and
+// then with the statement's whole text when it reaches
+// log_min_error_statement. LOG ranks above ERROR there, so at
+// log_min_messages = error a RAISE LOG in a loop still writes each message
+// and, at the default log_min_error_statement, the statement with it (checked:
+// 100 RAISE LOG wrote 200 lines); only fatal and panic stop what a statement
+// can raise. Neither can be set by the role (superuser-only settings:
+// "permission denied to set parameter", also for SET LOCAL).
 constexpr const char* audit_query = R"sql(
 WITH reach AS (
   SELECT r.oid, r.rolname, r.rolsuper, r.rolreplication
@@ -85,8 +127,59 @@ WITH reach AS (
     AND d.refobjid = e.oid AND d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.deptype = 'e'
   JOIN pg_catalog.pg_proc p ON p.oid = d.objid
   WHERE e.extname = 'dblink'
+), maintain_known AS (
+  SELECT pg_catalog.current_setting('server_version_num')::integer >= 170000 AS yes
+), owned(kind, rank, name) AS (
+  SELECT 'database_owner', 0, d.datname::text FROM pg_catalog.pg_database d
+  WHERE d.datname = pg_catalog.current_database() AND d.datdba IN (SELECT oid FROM reach)
+  UNION ALL
+  SELECT 'schema_owner', 0, n.nspname::text FROM pg_catalog.pg_namespace n WHERE n.nspowner IN (SELECT oid FROM reach)
+  UNION ALL
+  SELECT CASE WHEN c.relkind = 'S' THEN 'sequence_owner' ELSE 'table_owner' END, 0, c.oid::pg_catalog.regclass::text
+  FROM pg_catalog.pg_class c
+  WHERE c.relkind IN ('r', 'p', 'm', 'f', 'S') AND c.relpersistence <> 't' AND c.relowner IN (SELECT oid FROM reach)
+  UNION ALL
+  SELECT 'function_owner', 0, p.oid::pg_catalog.regprocedure::text FROM pg_catalog.pg_proc p
+  WHERE p.proowner IN (SELECT oid FROM reach)
+  UNION ALL
+  SELECT 'maintain', 0, rolname::text FROM reach WHERE rolname = 'pg_maintain'
+  UNION ALL
+  SELECT 'maintain', 1, c.oid::pg_catalog.regclass::text FROM pg_catalog.pg_class c, maintain_known m
+  WHERE m.yes AND c.relkind IN ('r', 'p', 'm', 'f') AND c.relpersistence <> 't'
+    AND c.relowner NOT IN (SELECT oid FROM reach)
+    AND EXISTS (SELECT 1 FROM reach
+                WHERE CASE WHEN m.yes THEN pg_catalog.has_table_privilege(reach.oid, c.oid, 'MAINTAIN') END)
+  UNION ALL
+  SELECT 'security_definer',
+         CASE WHEN o.rolsuper THEN 0
+              WHEN pg_catalog.pg_has_role(o.oid, 'pg_execute_server_program', 'MEMBER')
+                OR pg_catalog.pg_has_role(o.oid, 'pg_write_server_files', 'MEMBER')
+                OR pg_catalog.pg_has_role(o.oid, 'pg_read_server_files', 'MEMBER') THEN 1
+              ELSE 2 END,
+         pg_catalog.format('%s owned by %I', p.oid::pg_catalog.regprocedure, o.rolname)
+  FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles o ON o.oid = p.proowner
+  WHERE p.prosecdef AND p.proowner NOT IN (SELECT oid FROM reach)
+    AND EXISTS (SELECT 1 FROM reach WHERE pg_catalog.has_function_privilege(reach.oid, p.oid, 'EXECUTE'))
+), ranked AS (
+  SELECT kind, rank, name, pg_catalog.row_number() OVER (PARTITION BY kind ORDER BY rank, name) AS n,
+         pg_catalog.count(*) OVER (PARTITION BY kind) AS total
+  FROM owned
+), log_levels(level, rank) AS (VALUES
+  ('debug5', 0), ('debug4', 0), ('debug3', 0), ('debug2', 0), ('debug1', 0), ('info', 1), ('notice', 2),
+  ('warning', 3), ('error', 4), ('log', 5), ('fatal', 6), ('panic', 7)
 )
-SELECT 'superuser', rolname::text FROM reach WHERE rolsuper
+SELECT kind || '.' || rank, name FROM ranked WHERE n <= 20
+UNION ALL SELECT 'more.' || kind, (total - 20)::text FROM ranked WHERE n = 1 AND total > 20
+UNION ALL SELECT 'count.security_definer_superuser', pg_catalog.count(*)::text FROM owned
+  WHERE kind = 'security_definer' AND rank = 0
+UNION ALL SELECT 'count.security_definer_server_access', pg_catalog.count(*)::text FROM owned
+  WHERE kind = 'security_definer' AND rank = 1
+UNION ALL SELECT 'server_log.' || v.i, v.name FROM log_levels l, LATERAL (VALUES
+    (1, pg_catalog.format('ALTER ROLE %I SET log_min_messages = fatal', session_user)),
+    (2, 'log_min_messages = ' || pg_catalog.current_setting('log_min_messages')),
+    (3, 'log_min_error_statement = ' || pg_catalog.current_setting('log_min_error_statement'))) AS v(i, name)
+  WHERE l.level = pg_catalog.current_setting('log_min_messages') AND l.rank < 6
+UNION ALL SELECT 'superuser', rolname::text FROM reach WHERE rolsuper
 UNION ALL SELECT 'replication', rolname::text FROM reach WHERE rolreplication
 UNION ALL SELECT 'server_files', rolname::text FROM reach
   WHERE rolname IN ('pg_read_server_files', 'pg_write_server_files')
@@ -166,6 +259,44 @@ constexpr KindWords kinds[] = {
     {HazardKind::prepared_transactions, "prepared_transactions", false, "",
      "max_prepared_transactions is above zero, so a statement can try PREPARE TRANSACTION; rawtool refuses a "
      "statement that prepares or ends its read-only transaction and rolls the prepared transaction back."},
+    {HazardKind::database_owner, "database_owner", true, "it owns the database, so it can ANALYZE every table",
+     "a role the session can become owns this database, and a database's owner may ANALYZE every table in it: the "
+     "statistics ANALYZE writes (pg_class.reltuples and relpages, the analyze counters) are not undone by the "
+     "rollback. Connect as a role that owns nothing (ALTER DATABASE ... OWNER TO another role)."},
+    {HazardKind::schema_owner, "schema_owner", false, "",
+     "a role the session can become owns the schemas named. A read-only transaction refuses what their owner could "
+     "do beyond others (CREATE, ALTER, DROP in them), but a role that owns nothing is safer: REASSIGN OWNED BY the "
+     "role TO another, or ALTER SCHEMA ... OWNER TO."},
+    {HazardKind::table_owner, "table_owner", true, "it owns tables, so it can ANALYZE them",
+     "a role the session can become owns the tables or materialized views named: their owner may ANALYZE them, and "
+     "the statistics ANALYZE writes (pg_class.reltuples and relpages, the analyze counters) are not undone by the "
+     "rollback; it may also lock them against every other session for the length of a call. REASSIGN OWNED BY the "
+     "role TO another, or ALTER TABLE ... OWNER TO."},
+    {HazardKind::sequence_owner, "sequence_owner", false, "",
+     "a role the session can become owns the sequences named; a read-only transaction refuses nextval, setval and "
+     "ALTER SEQUENCE, so owning them gives no more than USAGE. A role that owns nothing is safer: REASSIGN OWNED BY "
+     "the role TO another, or ALTER SEQUENCE ... OWNER TO."},
+    {HazardKind::function_owner, "function_owner", false, "",
+     "a role the session can become owns the functions named; a read-only transaction refuses ALTER FUNCTION and "
+     "CREATE OR REPLACE, so owning them gives nothing here. A role that owns nothing is safer: REASSIGN OWNED BY the "
+     "role TO another, or ALTER FUNCTION ... OWNER TO."},
+    {HazardKind::maintain, "maintain", true, "it can ANALYZE tables (pg_maintain or MAINTAIN)",
+     "the session can become pg_maintain, or holds the MAINTAIN privilege on the tables named (PostgreSQL 17 and "
+     "later): it may ANALYZE them, and the statistics ANALYZE writes (pg_class.reltuples and relpages, the analyze "
+     "counters) are not undone by the rollback. REVOKE the membership or the privilege."},
+    {HazardKind::security_definer, "security_definer", false, "",
+     "the session can EXECUTE the SECURITY DEFINER functions named, which run as their owner, a role it cannot "
+     "become. What each does is up to its code, and a read-only transaction does not stop what its owner may do "
+     "outside the database: one owned by a superuser can run COPY ... TO PROGRAM on the server host. REVOKE "
+     "EXECUTE ON FUNCTION ... FROM PUBLIC (and from the role) where the role needs none, or list security_definer "
+     "in the database's refuse_hazards to refuse read-only mode while any is found."},
+    {HazardKind::server_log, "server_log", false, "",
+     "the server writes to its log what this role's statements raise at its log_min_messages and above (and the "
+     "statement's whole text with each, at log_min_error_statement and above): a statement raising messages in a "
+     "loop writes as fast as it can for the length of its call. The role cannot change either setting; a superuser "
+     "can, with the ALTER ROLE statement named (the next connection takes it). fatal is needed: LOG ranks above "
+     "ERROR there, so at error a RAISE LOG still reaches the log. It also keeps the role's own LOG lines "
+     "(log_statement, log_min_duration_statement, auditing extensions) out of the log."},
 };
 
 const KindWords* words_for(std::string_view code) {
@@ -184,17 +315,39 @@ struct ResultDeleter {
   void operator()(PGresult* result) const noexcept { PQclear(result); }
 };
 
+// A count the query sent, or 0.
+std::uint64_t count_of(std::string_view text) {
+  std::uint64_t count = 0;
+  std::from_chars(text.data(), text.data() + text.size(), count);
+  return count;
+}
+
+// "security_definer.2" is the kind "security_definer", its names ordered 2.
+std::pair<std::string_view, unsigned> kind_and_order(std::string_view code) {
+  const std::size_t dot = code.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 == code.size()) return {code, 0};
+  unsigned order = 0;
+  const char* end = code.data() + code.size();
+  if (std::from_chars(code.data() + dot + 1, end, order).ptr != end) return {code, 0};
+  return {code.substr(0, dot), order};
+}
+
 }  // namespace
 
-std::optional<SessionAudit> audit_session(PGconn* conn) {
+std::optional<SessionAudit> audit_session(PGconn* conn, std::span<const HazardKind> refuse_hazards) {
   std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, audit_query));
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQnfields(result.get()) != 2) return std::nullopt;
 
   SessionAudit audit;
   audit.report.engine = Engine::postgresql;
   std::map<HazardKind, Hazard> found;
+  // Per kind, each name with the order the query gave it.
+  std::map<HazardKind, std::vector<std::pair<unsigned, std::string_view>>> named;
+  std::map<HazardKind, std::uint64_t> left_out;
   std::string wal_level;
   std::uint64_t shared_sessions = 0;
+  std::uint64_t definers_superuser = 0;
+  std::uint64_t definers_server_access = 0;
   for (int row = 0; row < PQntuples(result.get()); ++row) {
     const std::string_view code = PQgetvalue(result.get(), row, 0);
     const char* value = PQgetvalue(result.get(), row, 1);
@@ -211,14 +364,29 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
     } else if (code == "setting.wal_level") {
       wal_level = std::string(text);
     } else if (code == "shared_role") {
-      std::from_chars(text.data(), text.data() + text.size(), shared_sessions);
-    } else if (const KindWords* words = words_for(code)) {
-      Hazard& hazard = found[words->kind];
-      hazard.kind = words->kind;
-      hazard.names.emplace_back(text);
+      shared_sessions = count_of(text);
+    } else if (code == "count.security_definer_superuser") {
+      definers_superuser = count_of(text);
+    } else if (code == "count.security_definer_server_access") {
+      definers_server_access = count_of(text);
+    } else if (code.starts_with("more.")) {
+      const KindWords* words = words_for(code.substr(5));
+      if (words == nullptr) return std::nullopt;
+      left_out[words->kind] = count_of(text);
+    } else if (const auto [kind, order] = kind_and_order(code); const KindWords* words = words_for(kind)) {
+      found[words->kind].kind = words->kind;
+      named[words->kind].emplace_back(order, text);
     } else {
       return std::nullopt;  // a row this query does not make
     }
+  }
+  for (auto& [kind, names] : named) {
+    std::stable_sort(names.begin(), names.end());
+    for (const auto& [order, name] : names) found[kind].names.emplace_back(name);
+  }
+  for (const auto& [kind, count] : left_out) {
+    found[kind].kind = kind;
+    found[kind].names_left_out = count;
   }
   if (shared_sessions > 0) {
     Hazard& hazard = found[HazardKind::shared_role];
@@ -239,6 +407,20 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
       hazard.explanation += Trusted::format(" Seen when the audit ran: {} other session{}.", shared_sessions,
                                             shared_sessions == 1 ? Literal("") : Literal("s"));
     }
+    if (kind == HazardKind::security_definer) {
+      hazard.explanation += Trusted::format(" Of those found, {} {} owned by a superuser and {} by a role that "
+                                            "reaches server files or programs; they are named first.",
+                                            definers_superuser, definers_superuser == 1 ? Literal("is") : Literal("are"),
+                                            definers_server_access);
+    }
+    if (!hazard.refused &&
+        std::find(refuse_hazards.begin(), refuse_hazards.end(), kind) != refuse_hazards.end()) {
+      hazard.refused = true;
+      hazard.explanation += Trusted::format(" The configuration's refuse_hazards lists {}, so read-only mode refuses "
+                                            "to run while it is found.",
+                                            Label::checked(hazard_kind_name(kind)));
+      audit.refused_by_setting.push_back(kind);
+    }
     audit.report.hazards.push_back(std::move(hazard));
   }
   return audit;
@@ -248,18 +430,35 @@ std::optional<Refusal> read_only_refusal(const SessionAudit& audit) {
   // A reachable superuser can do everything else the list names: saying so is enough.
   const bool superuser = std::any_of(audit.report.hazards.begin(), audit.report.hazards.end(),
                                      [](const Hazard& hazard) { return hazard.kind == HazardKind::superuser; });
+  const auto by_setting = [&](HazardKind kind) {
+    return std::find(audit.refused_by_setting.begin(), audit.refused_by_setting.end(), kind) !=
+           audit.refused_by_setting.end();
+  };
   Trusted phrases;
+  Trusted listed;
   for (const Hazard& hazard : audit.report.hazards) {
     if (!hazard.refused || (superuser && hazard.kind != HazardKind::superuser)) continue;
+    if (by_setting(hazard.kind)) {
+      if (!listed.empty()) listed += ", ";
+      listed += Label::checked(hazard_kind_name(hazard.kind));
+      continue;
+    }
     if (!phrases.empty()) phrases += "; ";
     phrases += words_for(hazard.kind).phrase;
   }
-  if (phrases.empty()) return std::nullopt;
+  if (phrases.empty() && listed.empty()) return std::nullopt;
+  Trusted why;
+  if (!phrases.empty()) {
+    why = Trusted::format("because of what its role can do that a read-only transaction does not stop: {}", phrases);
+  }
+  if (!listed.empty()) {
+    if (!why.empty()) why += "; and ";
+    why += Trusted::format("because the audit found hazards the configuration's refuse_hazards lists: {}", listed);
+  }
   return Refusal{RefusalReason::not_permitted,
-                 Trusted::format("Read-only mode refuses to run on this connection, because of what its role can do "
-                                 "that a read-only transaction does not stop: {}. `rawtool check-config --connect` names "
-                                 "the roles and functions; connect as a role without them.",
-                                 phrases)};
+                 Trusted::format("Read-only mode refuses to run on this connection, {}. `rawtool check-config --connect` "
+                                 "names the roles, objects and functions; connect as a role without them.",
+                                 why)};
 }
 
 }  // namespace rawtool::detail

@@ -336,7 +336,7 @@ public:
 
   std::variant<DatabaseReport, Unavailable> inspect() override {
     if (auto unavailable = connect()) return std::move(*unavailable);
-    std::optional<detail::SessionAudit> audit = detail::audit_session(conn_);
+    std::optional<detail::SessionAudit> audit = detail::audit_session(conn_, options_.refuse_hazards);
     if (!audit) {
       if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
       return Unavailable{text_of(PQerrorMessage(conn_))};
@@ -1050,7 +1050,7 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
 
 std::optional<Refusal> PostgresDriver::audit_refusal() {
   if (!audit_ || Clock::now() - audited_at_ >= audit_lifetime) {
-    audit_ = detail::audit_session(conn_);
+    audit_ = detail::audit_session(conn_, options_.refuse_hazards);
     audited_at_ = Clock::now();
     room_hazard_ = audit_ ? detail::connection_room_hazard(conn_, options_.pool_size) : std::nullopt;
     if (!audit_) {

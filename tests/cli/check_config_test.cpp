@@ -107,6 +107,65 @@ TEST_CASE("check-config --connect names what each role can become, escaped, and 
   CHECK_THAT(ok.out, Catch::Contains("rawtool: connect check OK"));
 }
 
+TEST_CASE("check-config --connect names what a role owns, the SECURITY DEFINER functions it can run and its server "
+          "log, and refuse_hazards in the file refuses a read-only call",
+          "[cli][postgres]") {
+  const auto url = pg_url();
+  if (!url) return;
+  const std::string drop =
+      "DROP TABLE IF EXISTS cli_audit_t; DROP FUNCTION IF EXISTS cli_audit_run();"
+      "DO $$DECLARE r text; BEGIN FOREACH r IN ARRAY ARRAY['cli_audit_owner', 'cli_audit_definer'] LOOP "
+      "IF EXISTS (SELECT FROM pg_roles WHERE rolname = r) THEN EXECUTE format('DROP OWNED BY %I', r); "
+      "EXECUTE format('DROP ROLE %I', r); END IF; END LOOP; END$$";
+  pg_admin(drop);
+  pg_admin("CREATE ROLE cli_audit_owner LOGIN; CREATE ROLE cli_audit_definer LOGIN;"
+           "GRANT CONNECT ON DATABASE rawtool_test TO cli_audit_owner, cli_audit_definer;"
+           "CREATE TABLE cli_audit_t (x int); ALTER TABLE cli_audit_t OWNER TO cli_audit_owner;"
+           "CREATE FUNCTION cli_audit_run() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 7';"
+           "REVOKE EXECUTE ON FUNCTION cli_audit_run() FROM PUBLIC;"
+           "GRANT EXECUTE ON FUNCTION cli_audit_run() TO cli_audit_definer");
+  const std::string superuser = pg_admin("SELECT current_user");
+
+  ScratchFolder folder;
+  const auto config = folder.path() / "config.json";
+  write_file(config, fmt::format(R"({{"databases": [
+      {{"label": "owner", "url": "{0}?user=cli_audit_owner"}},
+      {{"label": "definer", "url": "{0}?user=cli_audit_definer"}},
+      {{"label": "strict", "url": "{0}?user=cli_audit_definer", "refuse_hazards": ["security_definer"]}}]}})",
+                                 *url));
+  const auto result = run_rawtool({"check-config", "--config", config.string(), "--connect"}, clean_env());
+  const auto one_line = [&](std::string_view prefix) {
+    const auto found = lines_starting(result.out, prefix);
+    INFO(result.out);
+    REQUIRE(found.size() == 1);
+    return found.front();
+  };
+  CHECK_THAT(one_line("rawtool: database owner: hazard table_owner (refused in read-only mode): "),
+             Catch::EndsWith(R"( Named: "cli_audit_t".)"));
+  CHECK_THAT(one_line("rawtool: database definer: hazard security_definer (reported, not refused): "),
+             Catch::Contains(R"("cli_audit_run() owned by )" + superuser + "\""));
+  CHECK_THAT(one_line("rawtool: database strict: hazard security_definer (refused in read-only mode): "),
+             Catch::Contains("The configuration's refuse_hazards lists security_definer"));
+  CHECK_THAT(one_line("rawtool: database definer: hazard server_log (reported, not refused): "),
+             Catch::Contains(R"( Named: "ALTER ROLE cli_audit_definer SET log_min_messages = fatal", )"
+                             R"("log_min_messages = warning", "log_min_error_statement = )"));
+  CHECK(result.exit_status == 1);
+  CHECK_THAT(result.out, Catch::Contains("rawtool: connect check found 2 problems"));
+
+  // The same file serves a read-only call: refused on strict, run on definer.
+  const auto query = [&](const char* label) {
+    return run_rawtool({"query", "--config", config.string(), "--database", label, "SELECT cli_audit_run() AS r"},
+                       clean_env());
+  };
+  const auto strict = query("strict");
+  CHECK(strict.exit_status == 1);
+  CHECK_THAT(strict.out + strict.err, Catch::Contains("refuse_hazards lists: security_definer"));
+  const auto definer = query("definer");
+  CHECK(definer.exit_status == 0);
+  CHECK_THAT(definer.out, Catch::Contains("7"));
+  pg_admin(drop);
+}
+
 namespace {
 
 /// A catalog entry as JSON text: `parameters` is a JSON array of {name, type}.

@@ -57,6 +57,11 @@ std::string lasting_state() {
       "SELECT concat_ws(' | ', (SELECT string_agg(x::text, ',' ORDER BY x) FROM walk_target), "
       "(SELECT last_value || ':' || is_called FROM walk_seq), "
       "(SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname LIKE 'walk%'), "
+      // What ANALYZE writes in place, outside the transaction; the walk's
+      // tables stay under autovacuum's analyze threshold (50 rows).
+      "(SELECT string_agg(relname || ':' || reltuples || ':' || relpages, ',' ORDER BY relname) FROM pg_class "
+      " WHERE relname LIKE 'walk%' AND relkind = 'r'), "
+      "(SELECT string_agg(coalesce(last_value::text, '-'), ',') FROM pg_sequences WHERE sequencename LIKE 'walk_owned%'), "
       "(SELECT count(*) FROM pg_largeobject_metadata m JOIN pg_roles r ON r.oid = m.lomowner WHERE r.rolname LIKE 'walk%'), "
       "(SELECT coalesce(string_agg(gid, ',' ORDER BY gid), '-') FROM pg_prepared_xacts "
       " WHERE gid LIKE 'walk%' OR owner LIKE 'walk%'), "

@@ -145,6 +145,16 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
       {R"({"databases": [{"path": "a.db", "sqlite_read_only_wal": true}]})", "databases[0].sqlite_read_only_wal"},
       {R"({"databases": [{"url": "postgresql://h/d", "sqlite_read_only_wal": "immutable"}]})",
        "databases[0].sqlite_read_only_wal"},
+      {R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": "security_definer"}]})",
+       "databases[0].refuse_hazards"},
+      {R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": ["server_log", "security_definr"]}]})",
+       "databases[0].refuse_hazards[1]"},
+      {R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": [3]}]})", "databases[0].refuse_hazards[0]"},
+      {R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": ["server_log", "server_log"]}]})",
+       "databases[0].refuse_hazards[1]"},
+      {R"({"databases": [{"path": "a.db", "refuse_hazards": ["server_log"]}]})", "databases[0].refuse_hazards"},
+      {R"({"databases": [{"url": "postgresql://h/d", "access": "read_write", "refuse_hazards": ["server_log"]}]})",
+       "databases[0].refuse_hazards"},
       {"{" + one_db + R"(, "raw_paht": true})", "raw_paht"},
       {"{" + one_db + R"(, "raw_path": "yes"})", "raw_path"},
       {"{" + one_db + R"(, "catalog": 3})", "catalog"},
@@ -629,5 +639,40 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       CHECK(e.field() == field);
       CHECK_FALSE(rawtool::test::contains(e.what(), "s3cret"));
     }
+  }
+}
+
+TEST_CASE("refuse_hazards takes hazard kind names and lists them all when one is unknown", "[config]") {
+  NoDatabaseEnvironment env;
+  const rawtool::Config config = parse_config(
+      R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": ["security_definer", "server_log", "schema_owner"]},
+                         {"label": "plain", "url": "postgresql://h/e"}]})",
+      "/base");
+  CHECK(config.databases[0].refuse_hazards ==
+        std::vector<rawtool::HazardKind>{rawtool::HazardKind::security_definer, rawtool::HazardKind::server_log,
+                                         rawtool::HazardKind::schema_owner});
+  CHECK(config.databases[1].refuse_hazards.empty());
+  // Every kind the audit names is accepted by its name.
+  for (const rawtool::HazardKind kind : rawtool::hazard_kinds()) {
+    const std::string json = R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": [")" +
+                             std::string(rawtool::hazard_kind_name(kind)) + R"("]}]})";
+    INFO(json);
+    CHECK(parse_config(json, "/base").databases[0].refuse_hazards == std::vector<rawtool::HazardKind>{kind});
+  }
+  const std::string unknown =
+      error_text(R"({"databases": [{"url": "postgresql://h/d", "refuse_hazards": ["security_definr"]}]})");
+  CHECK_THAT(unknown, Catch::StartsWith("databases[0].refuse_hazards[0]: names no hazard kind; the kinds are superuser, "));
+  CHECK_THAT(unknown, Catch::Contains("security_definer, server_log"));
+  CHECK(unknown.find("security_definr") == std::string::npos);
+
+  rawtool::Config built = config;
+  built.databases[1].kind = rawtool::TargetKind::sqlite_path;
+  built.databases[1].target = ":memory:";
+  built.databases[1].refuse_hazards = {rawtool::HazardKind::server_log};
+  try {
+    rawtool::validate_config(built);
+    FAIL("refuse_hazards on a SQLite database was accepted");
+  } catch (const ConfigError& e) {
+    CHECK(e.field() == "databases[1].refuse_hazards");
   }
 }

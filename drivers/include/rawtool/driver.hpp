@@ -74,10 +74,27 @@ enum class HazardKind {
   shared_role,            ///< other sessions use a role it can become
   prepared_transactions,  ///< max_prepared_transactions > 0: PREPARE TRANSACTION is possible (contained)
   connection_limit,       ///< the role's CONNECTION LIMIT or max_connections: room for the pool and its reserve connection
+  database_owner,         ///< a role it can become owns the database: ANALYZE of every table outlives a rollback
+  schema_owner,           ///< a role it can become owns schemas (nothing past a read-only rollback)
+  table_owner,            ///< ... owns tables or materialized views: ANALYZE outlives a rollback
+  sequence_owner,         ///< ... owns sequences (nothing past a read-only rollback)
+  function_owner,         ///< ... owns functions or procedures (nothing past a read-only rollback)
+  maintain,               ///< PostgreSQL 17+: it can become pg_maintain or holds MAINTAIN on tables (ANALYZE)
+  security_definer,       ///< it can EXECUTE SECURITY DEFINER functions of a role it cannot become
+  server_log,             ///< the server logs what its statements raise (log_min_messages below fatal)
 };
 
-/// The kind's stable name, e.g. "superuser".
+/// The kind's stable name, e.g. "superuser"; the configuration's
+/// refuse_hazards takes these names.
 std::string_view hazard_kind_name(HazardKind kind) noexcept;
+
+/// The kind named `name` (as hazard_kind_name gives it), or std::nullopt.
+std::optional<HazardKind> hazard_kind_from_name(std::string_view name) noexcept;
+
+/// Every kind the configuration's refuse_hazards may name, in declaration
+/// order: all but connection_limit, which is refused exactly when the pool and
+/// its reserve connection have no room, and otherwise only informs.
+std::span<const HazardKind> hazard_kinds() noexcept;
 
 /// One hazard a driver found when it connected.
 struct Hazard {
@@ -86,8 +103,11 @@ struct Hazard {
   bool refused = false;
   /// rawtool's own words: what it allows and how to remove it.
   Trusted explanation;
-  /// The roles, functions or settings involved, as the server names them.
+  /// The roles, functions or settings involved, as the server names them;
+  /// at most a few dozen, the first ones in an order that puts the worst first.
   std::vector<Untrusted> names;
+  /// How many more there are than `names` lists.
+  std::uint64_t names_left_out = 0;
 };
 
 /// What a driver learns about its database when it connects: for an
@@ -291,18 +311,35 @@ private:
 ///     dblink's functions;
 ///   - EXECUTE on pg_logical_emit_message while wal_level is logical (the
 ///     text would reach change-data-capture consumers).
+///   - ownership, by a reachable role, of the database or of a table,
+///     partitioned table, materialized view or foreign table in it, and (on
+///     PostgreSQL 17 and later) pg_maintain or the MAINTAIN privilege on a
+///     table: each lets a statement ANALYZE, whose new statistics
+///     (pg_class.reltuples and relpages, the analyze counters) are written
+///     outside the transaction and outlive the rollback.
 /// Hazards not refused are reported only: other sessions of a reachable
 /// role (a statement can cancel or end them with pg_cancel_backend and
 /// pg_terminate_backend), transaction IDs consumed by pg_current_xact_id,
-/// usable foreign servers, logical messages at a lower wal_level, and
-/// max_prepared_transactions > 0 (contained: see execute). A role whose
-/// CONNECTION LIMIT (or a server whose max_connections) leaves no room for
-/// pool_size connections and the reserve one is refused; a limit with room is
-/// reported with the figures.
+/// usable foreign servers, logical messages at a lower wal_level,
+/// max_prepared_transactions > 0 (contained: see execute), schemas,
+/// sequences and functions owned by a reachable role (a READ ONLY
+/// transaction refuses everything their owner could do with them beyond what
+/// others can), SECURITY DEFINER functions the session can execute whose
+/// owner it cannot become (what they do is up to their code: one owned by a
+/// superuser may run a program on the server host), and a log_min_messages
+/// below fatal (a statement can then write to the server's log in a loop).
+/// A role whose CONNECTION LIMIT (or a server whose max_connections)
+/// leaves no room for pool_size connections and the reserve one is refused;
+/// a limit with room is reported with the figures. `refuse_hazards` turns
+/// any of the reported kinds into refused ones.
 struct PostgresOptions {
-  /// Runs read-only statements even where the audit refuses them; for
-  /// trusted setups only.
+  /// Runs read-only statements even where the audit refuses them, whatever
+  /// refuse_hazards says; for trusted setups only.
   bool allow_privileged_read_only = false;
+  /// Kinds read-only mode refuses whenever the audit finds them, on top of
+  /// the ones it always refuses (the operator's choice, e.g. security_definer
+  /// where every such function is known to be unsafe).
+  std::vector<HazardKind> refuse_hazards;
   /// A file holding the password (its whole content, one trailing line break
   /// dropped), read afresh each time the driver connects, so a rotated secret
   /// is picked up; it takes the place of a password in the connection string.

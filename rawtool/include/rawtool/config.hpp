@@ -53,6 +53,9 @@ struct DatabaseConfig {
   /// PostgreSQL only: a file holding the password, read each time a
   /// connection is made (absolute once parsed); empty for none.
   std::filesystem::path password_file;
+  /// PostgreSQL, read_only only: hazard kinds read-only mode refuses when the
+  /// audit finds them, beyond the ones it always refuses (see PostgresOptions).
+  std::vector<HazardKind> refuse_hazards;
 };
 
 /// The configuration file, a JSON object. Every key is optional; a key not
@@ -83,6 +86,12 @@ struct DatabaseConfig {
 ///                         read_write only: create the file if it does not
 ///                         exist. Without it, a read-write path that does not
 ///                         exist is an error.
+///     refuse_hazards      array of hazard kind names (hazard_kind_name;
+///                         `rawtool check-config --connect` prints them),
+///                         PostgreSQL with access read_only only: kinds that
+///                         read-only mode refuses whenever the audit finds
+///                         them, beyond the ones it always refuses, e.g.
+///                         ["security_definer", "server_log"]. Default none.
 ///     access              "read_only" (default) or "read_write".
 ///     limits              object:
 ///       statement_timeout_ms  integer 1..86400000, default 5000

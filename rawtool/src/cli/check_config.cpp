@@ -30,12 +30,14 @@ constexpr std::string_view help =
     "per database, the server's version and encoding, the role, and every hazard\n"
     "the driver checks for: what the role can become or do that a read-only\n"
     "transaction does not stop (refused in read-only mode) or that an operator\n"
-    "should know (reported only). Names the server sent are shown escaped. A\n"
-    "database that cannot be reached is reported in rawtool's words on stdout and\n"
-    "with the library's words on stderr. It warns when tokens (http.tokens) with\n"
-    "different database scopes reach databases that connect as one PostgreSQL\n"
-    "role on one server (one server: the same postmaster start time and port, as\n"
-    "the server answers): their tenants can see and cancel each other's statements.\n"
+    "should know (reported only; a database's refuse_hazards makes the kinds it\n"
+    "lists refused). Names the server sent are shown escaped, at most twenty per\n"
+    "hazard and a count of the others. A database that cannot be reached is\n"
+    "reported in rawtool's words on stdout and with the library's words on stderr.\n"
+    "It warns when tokens (http.tokens) with different database scopes reach\n"
+    "databases that connect as one PostgreSQL role on one server (one server: the\n"
+    "same postmaster start time and port, as the server answers): their tenants\n"
+    "can see and cancel each other's statements.\n"
     "\n"
     "With --connect it also prepares every catalog query on its database without\n"
     "running it (PostgreSQL: prepared, described and planned inside a READ ONLY\n"
@@ -90,6 +92,7 @@ std::size_t print_connect_check(Tool& tool) {
       if (!hazard.names.empty()) {
         out += " Named: ";
         for (std::size_t i = 0; i < hazard.names.size(); ++i) out += (i == 0 ? "" : ", ") + quoted(hazard.names[i]);
+        if (hazard.names_left_out > 0) out += ", and " + std::to_string(hazard.names_left_out) + " more";
         out += '.';
       }
       out += '\n';

@@ -55,6 +55,7 @@ Config database_config(const Args& args) {
       if (replacement.kind != first.kind) {
         // Engine-specific settings do not carry over to the other engine.
         first.password_file.clear();
+        first.refuse_hazards.clear();
         first.sqlite = SqliteOptions{};
         first.sqlite.create_if_missing = false;
       }

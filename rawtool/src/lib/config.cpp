@@ -233,12 +233,35 @@ void check_password_file(const std::filesystem::path& file, const std::string& f
   if (start.empty() || start == "\n" || start == "\r\n") fail(field, "names an empty file: it must hold the password");
 }
 
+// "superuser, server_files, ...": every kind refuse_hazards takes.
+std::string hazard_kind_list() {
+  std::string list;
+  for (const HazardKind kind : hazard_kinds()) {
+    if (!list.empty()) list += ", ";
+    list += hazard_kind_name(kind);
+  }
+  return list;
+}
+
+std::vector<HazardKind> parse_refuse_hazards(const json& value, const std::string& field) {
+  if (!value.is_array()) fail(field, std::string("must be an array of hazard kind names, not ") + detail::json_kind(value));
+  std::vector<HazardKind> kinds;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string item = field + "[" + std::to_string(i) + "]";
+    const auto kind = hazard_kind_from_name(detail::read_string(value[i], item));
+    if (!kind) fail(item, "names no hazard kind; the kinds are " + hazard_kind_list());
+    if (std::find(kinds.begin(), kinds.end(), *kind) != kinds.end()) fail(item, "repeats an earlier kind");
+    kinds.push_back(*kind);
+  }
+  return kinds;
+}
+
 DatabaseConfig parse_database(const json& value, std::size_t index, const std::filesystem::path& base_dir) {
   std::string field = "databases[" + std::to_string(index) + "]";
   detail::require_object(value, field);
   detail::reject_unknown_keys(value,
                               {"label", "url", "path", "access", "limits", "pool_size", "sqlite_read_only_wal",
-                               "password_file", "create_if_missing"},
+                               "password_file", "create_if_missing", "refuse_hazards"},
                               field);
 
   auto url = value.find("url");
@@ -313,6 +336,14 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
     if (s.find('\0') != std::string::npos) fail(key, "must not contain a NUL character");
     db.password_file = resolve_path(s, base_dir);
     check_password_file(db.password_file, key);
+  }
+  if (auto it = value.find("refuse_hazards"); it != value.end()) {
+    const std::string key = member_field(field, "refuse_hazards");
+    db.refuse_hazards = parse_refuse_hazards(*it, key);
+    if (db.kind != TargetKind::postgresql) fail(key, "applies to PostgreSQL databases only");
+    if (db.access != AccessMode::read_only) {
+      fail(key, "applies to read_only databases only (the audit it acts on guards read-only mode)");
+    }
   }
   return db;
 }
@@ -524,6 +555,9 @@ void validate_config(const Config& config) {
     }
     if (db.kind != TargetKind::postgresql && !db.password_file.empty()) {
       fail(field + ".password_file", "applies to PostgreSQL databases only");
+    }
+    if (!db.refuse_hazards.empty() && (db.kind != TargetKind::postgresql || db.access != AccessMode::read_only)) {
+      fail(field + ".refuse_hazards", "applies to read_only PostgreSQL databases only");
     }
     if (db.kind != TargetKind::sqlite_path && db.sqlite.read_only_wal != SqliteOptions{}.read_only_wal) {
       fail(field + ".sqlite_read_only_wal", "applies to SQLite databases only");

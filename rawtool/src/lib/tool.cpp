@@ -144,6 +144,7 @@ std::unique_ptr<Driver> default_driver(const DatabaseConfig& db) {
   PostgresOptions options;
   options.password_file = db.password_file.string();
   options.pool_size = db.pool_size;
+  options.refuse_hazards = db.refuse_hazards;
   return make_postgres_driver(db.target, options);
 }
 
