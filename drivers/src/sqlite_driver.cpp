@@ -233,6 +233,7 @@ public:
     std::lock_guard lock(db_mutex_);
     if (db_ != nullptr) sqlite3_close_v2(db_);
     if (memory_holder_ != nullptr) sqlite3_close_v2(memory_holder_);
+    if (wal_holder_ != nullptr) sqlite3_close_v2(wal_holder_);  // the last: it checkpoints, as the connection did
   }
 
   [[nodiscard]] Engine engine() const noexcept override { return Engine::sqlite; }
@@ -558,9 +559,27 @@ private:
                       "PRAGMA journal_mode = DELETE.");
       }
     }
+    if (!read_only && !in_memory && wal_holder_ == nullptr && database_file_is_wal(path_)) hold_wal(name, flags);
     std::lock_guard lock(db_mutex_);
     db_ = db;
     return std::nullopt;
+  }
+
+  /// Closing the last connection to a WAL database checkpoints it and removes
+  /// its -wal and -shm, and the next connection makes them again: that made
+  /// each write call several times slower. A second connection, which runs
+  /// no statement of a caller's, keeps them open for as long as the driver
+  /// lives, as the connection kept between calls used to. It holds no lock a
+  /// write needs; it does keep another connection from leaving WAL mode.
+  void hold_wal(const std::string& name, int flags) noexcept {
+    if (sqlite3_open_v2(name.c_str(), &wal_holder_, flags & ~SQLITE_OPEN_CREATE, nullptr) == SQLITE_OK) {
+      sqlite3_db_config(wal_holder_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+      sqlite3_db_config(wal_holder_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+      // Reading the header opens the -wal and -shm; the read ends at once.
+      if (sqlite3_exec(wal_holder_, "PRAGMA schema_version", nullptr, nullptr, nullptr) == SQLITE_OK) return;
+    }
+    sqlite3_close_v2(wal_holder_);  // only slower without it
+    wal_holder_ = nullptr;
   }
 
   static int authorize(void* self, int action, const char* arg1, const char* arg2, const char*, const char*) {
@@ -774,6 +793,7 @@ private:
   bool reopen_after_call_ = false;   ///< the statement wrote or changed a setting: the connection is closed after it
   std::string memory_name_;           ///< the memdb URI of a read-write ":memory:" database
   sqlite3* memory_holder_ = nullptr;  ///< keeps that database alive between connections; runs no statement
+  sqlite3* wal_holder_ = nullptr;     ///< keeps a read-write WAL database's -wal and -shm open; see hold_wal
   // What the authorizer saw while the statement was prepared.
   DeniedBy denied_ = DeniedBy::nothing;
   int actions_ = 0;                  ///< authorizer calls
