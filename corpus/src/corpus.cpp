@@ -54,6 +54,10 @@ constexpr std::array escape_class_list{
     "stacked_statements"sv,  "session_persistence"sv, "file_creation"sv,         "pragma_write"sv,
 };
 
+constexpr std::array session_state_class_list{
+    "temp_schema"sv, "transaction"sv, "setting"sv, "attached_database"sv, "registered_code"sv, "session_counters"sv,
+};
+
 constexpr std::array text_fields{FailureField::message, FailureField::detail, FailureField::hint,
                                  FailureField::context, FailureField::notice};
 constexpr std::array code_fields{FailureField::severity, FailureField::sqlstate, FailureField::notice_severity,
@@ -523,6 +527,53 @@ std::vector<EscapeCase> parse_escapes(std::string_view jsonl, std::string_view s
   });
   reject_duplicate_names(cases);
   return cases;
+}
+
+std::span<const std::string_view> session_state_classes() noexcept { return session_state_class_list; }
+
+std::vector<SessionStateCase> parse_session_states(std::string_view jsonl, std::string_view source) {
+  static constexpr std::array keys{"name"sv, "class"sv, "engine"sv, "leave"sv, "note"sv};
+  std::vector<SessionStateCase> cases;
+  for_each_entry(jsonl, source, [&](const json& entry, const std::string& where) {
+    SessionStateCase c;
+    c.source = where;
+    const auto fail = [&](std::string_view what) -> void {
+      throw CorpusError(where + (c.name.empty() ? "" : ": entry \"" + c.name + "\"") + ": " + std::string(what));
+    };
+    const auto string_of = [&](const char* key) {
+      if (!entry.contains(key) || !entry.at(key).is_string() || entry.at(key).get_ref<const std::string&>().empty())
+        fail(std::string("\"") + key + "\" is a non-empty string");
+      return entry.at(key).get<std::string>();
+    };
+    if (!entry.is_object()) fail("an entry must be a JSON object");
+    for (const auto& item : entry.items())
+      if (!contains(keys, item.key())) fail("unknown member \"" + item.key() + "\"");
+    c.name = string_of("name");
+    if (!std::all_of(c.name.begin(), c.name.end(), [](char ch) {
+          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+        }))
+      fail("a name is lower-case letters, digits, '-' and '_'");
+    c.case_class = string_of("class");
+    if (!contains(session_state_class_list, c.case_class)) fail("unknown class \"" + c.case_class + "\"");
+    const std::string engine = string_of("engine");
+    if (engine == "postgresql") c.engine = Engine::postgresql;
+    else if (engine == "sqlite") c.engine = Engine::sqlite;
+    else fail("\"engine\" is \"postgresql\" or \"sqlite\"");
+    if (!entry.contains("leave") || !entry.at("leave").is_array() || entry.at("leave").empty())
+      fail("\"leave\" is a non-empty array");
+    for (const auto& item : entry.at("leave")) {
+      if (!item.is_string() || item.get_ref<const std::string&>().empty()) fail("\"leave\" holds non-empty strings");
+      c.leave.push_back(item.get<std::string>());
+    }
+    if (entry.contains("note")) c.note = string_of("note");
+    cases.push_back(std::move(c));
+  });
+  reject_duplicate_names(cases);
+  return cases;
+}
+
+std::vector<SessionStateCase> load_session_states(const std::filesystem::path& file) {
+  return parse_session_states(read_file(file), file.filename().string());
 }
 
 std::vector<EscapeCase> load_escapes(const std::filesystem::path& file) {

@@ -232,6 +232,8 @@ public:
   ~SqliteDriver() override {
     std::lock_guard lock(db_mutex_);
     if (db_ != nullptr) sqlite3_close_v2(db_);
+    if (memory_holder_ != nullptr) sqlite3_close_v2(memory_holder_);
+    if (wal_holder_ != nullptr) sqlite3_close_v2(wal_holder_);  // the last: it checkpoints, as the connection did
   }
 
   [[nodiscard]] Engine engine() const noexcept override { return Engine::sqlite; }
@@ -353,8 +355,32 @@ private:
     running_.store(true);
   }
 
-  /// Leaves the connection in autocommit mode with no transaction open and no
-  /// statement pending, or closes it. The statement is already finalized.
+  /// Leaves the connection as a freshly opened one would be, or closes it so
+  /// that the next call opens one. The statement is already finalized.
+  ///
+  /// Connections are shared by every caller (token, OAuth subject, stdio
+  /// session) of this database's pool, so what one call leaves on its
+  /// connection must not reach the next call, whoever makes it. What a
+  /// statement can leave on a SQLite connection, and what ends it here:
+  /// - an open transaction or savepoint: rolled back below, or the
+  ///   connection is closed;
+  /// - a setting (a pragma with an argument): the authorizer marks the call,
+  ///   and the connection is closed;
+  /// - anything in the temp schema (tables, views, triggers, also ON a main
+  ///   table, indexes, virtual tables), the rowid last inserted and the change
+  ///   counts: only a statement that writes makes them, and SQLite compiles
+  ///   every write, to the temp database too, into a program that
+  ///   sqlite3_stmt_readonly() reports as not read-only; run() marks such a
+  ///   call, and the connection is closed. The counts are also checked here,
+  ///   which costs nothing, in case a write ever got past that;
+  /// - ATTACH: refused in every mode (authorizer, and a limit of 0);
+  /// - functions, collations, modules: SQL cannot create them; the one SQL
+  ///   function that registers something (fts3_tokenizer) and
+  ///   load_extension are denied by the authorizer.
+  /// So a read-only call, the common case, keeps its connection, and only a
+  /// call that wrote pays for opening a new one (see README's figures). A
+  /// read-write ":memory:" database lives in memory that memory_holder_ keeps
+  /// open, so reopening keeps its tables and drops only the connection.
   void end_call() noexcept {
     {
       std::lock_guard lock(db_mutex_);
@@ -370,7 +396,8 @@ private:
       const int rolled_back = sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
       clean = rolled_back == SQLITE_OK && connection_is_clean();
     }
-    if (!clean || reopen_after_call_) close_connection();
+    const bool as_opened = sqlite3_total_changes64(db_) == 0 && sqlite3_last_insert_rowid(db_) == 0;
+    if (!clean || reopen_after_call_ || !as_opened) close_connection();
   }
 
   [[nodiscard]] bool connection_is_clean() const noexcept {
@@ -462,7 +489,26 @@ private:
     if (!read_only && (options_.create_if_missing || in_memory)) flags |= SQLITE_OPEN_CREATE;
     std::string name = path_;
     const char* vfs = nullptr;
-    if (!in_memory) {
+    if (in_memory && !read_only) {
+      // A connection that wrote is closed after its call (see end_call), so a
+      // read-write ":memory:" database is a memdb database of this driver's
+      // own, which another connection, never given a statement, keeps open.
+      // Its name is reachable only through a URI, and ATTACH is refused.
+      static std::atomic<std::uint64_t> memory_databases{0};
+      if (memory_name_.empty()) memory_name_ = fmt::format("file:/rawtool-memory-{}?vfs=memdb", ++memory_databases);
+      name = memory_name_;
+      flags |= SQLITE_OPEN_URI;
+      if (memory_holder_ == nullptr) {
+        const int held = sqlite3_open_v2(name.c_str(), &memory_holder_, flags, nullptr);
+        if (held != SQLITE_OK) {
+          Unavailable unavailable{memory_holder_ != nullptr ? owned_text(sqlite3_errmsg(memory_holder_))
+                                                            : owned_text(sqlite3_errstr(held))};
+          sqlite3_close_v2(memory_holder_);
+          memory_holder_ = nullptr;
+          return unavailable;
+        }
+      }
+    } else if (!in_memory) {
       flags |= SQLITE_OPEN_URI;
       std::string_view query;
       if (read_only) {
@@ -513,9 +559,27 @@ private:
                       "PRAGMA journal_mode = DELETE.");
       }
     }
+    if (!read_only && !in_memory && wal_holder_ == nullptr && database_file_is_wal(path_)) hold_wal(name, flags);
     std::lock_guard lock(db_mutex_);
     db_ = db;
     return std::nullopt;
+  }
+
+  /// Closing the last connection to a WAL database checkpoints it and removes
+  /// its -wal and -shm, and the next connection makes them again: that made
+  /// each write call several times slower. A second connection, which runs
+  /// no statement of a caller's, keeps them open for as long as the driver
+  /// lives, as the connection kept between calls used to. It holds no lock a
+  /// write needs; it does keep another connection from leaving WAL mode.
+  void hold_wal(const std::string& name, int flags) noexcept {
+    if (sqlite3_open_v2(name.c_str(), &wal_holder_, flags & ~SQLITE_OPEN_CREATE, nullptr) == SQLITE_OK) {
+      sqlite3_db_config(wal_holder_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+      sqlite3_db_config(wal_holder_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+      // Reading the header opens the -wal and -shm; the read ends at once.
+      if (sqlite3_exec(wal_holder_, "PRAGMA schema_version", nullptr, nullptr, nullptr) == SQLITE_OK) return;
+    }
+    sqlite3_close_v2(wal_holder_);  // only slower without it
+    wal_holder_ = nullptr;
   }
 
   static int authorize(void* self, int action, const char* arg1, const char* arg2, const char*, const char*) {
@@ -663,6 +727,9 @@ private:
     }
     std::vector<Column>& columns = budget.columns();
     const sqlite3_int64 changes_before = sqlite3_total_changes64(db_);
+    // A statement that writes, even if it stops early, may leave what a fresh
+    // connection has not: temp objects, a rowid, change counts (see end_call).
+    if (sqlite3_stmt_readonly(statement) == 0) reopen_after_call_ = true;
 
     int stepped = SQLITE_ROW;
     std::uint64_t rows_seen = 0;  // for a failure after some rows: Failure::rows_before_failure
@@ -723,7 +790,10 @@ private:
   bool timed_out_ = false;
   bool read_only_ = true;
   std::uint64_t length_limit_ = 0;   ///< the length limit in force for this call
-  bool reopen_after_call_ = false;   ///< a read-write statement changed a setting of the connection
+  bool reopen_after_call_ = false;   ///< the statement wrote or changed a setting: the connection is closed after it
+  std::string memory_name_;           ///< the memdb URI of a read-write ":memory:" database
+  sqlite3* memory_holder_ = nullptr;  ///< keeps that database alive between connections; runs no statement
+  sqlite3* wal_holder_ = nullptr;     ///< keeps a read-write WAL database's -wal and -shm open; see hold_wal
   // What the authorizer saw while the statement was prepared.
   DeniedBy denied_ = DeniedBy::nothing;
   int actions_ = 0;                  ///< authorizer calls

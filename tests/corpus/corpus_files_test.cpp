@@ -34,6 +34,7 @@ TEST_CASE("every corpus file loads and passes validation", "[corpus]") {
   CHECK_NOTHROW(corpus::load_failures());
   CHECK_NOTHROW(corpus::load_cells());
   CHECK_NOTHROW(corpus::load_prose());
+  CHECK_NOTHROW(corpus::load_session_states());
 }
 
 TEST_CASE("the FAILURE corpus holds at least 60 payload cases", "[corpus]") {

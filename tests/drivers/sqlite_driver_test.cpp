@@ -1,10 +1,12 @@
 // The SQLite driver against real databases: values, failures byte for byte,
 // read-only escape attempts, limits and cancellation.
 #include "outcome_checks.hpp"
+#include "session_probes.hpp"
 #include "untrusted_bytes.hpp"
 #include "detail/sqlite_failure.hpp"
 #include "detail/sqlite_pragmas.hpp"
 
+#include <rawtool/corpus.hpp>
 #include <rawtool/driver.hpp>
 
 #include <catch2/catch.hpp>
@@ -31,6 +33,7 @@ using rawtool::Parameter;
 using rawtool::RefusalReason;
 using rawtool::Rows;
 using rawtool::Truncation;
+using rawtool::test::answer;
 using rawtool::test::bytes_of;
 using rawtool::test::expect;
 using rawtool::test::refusal_reason;
@@ -643,12 +646,16 @@ TEST_CASE("sqlite a value longer than the length limit is refused, naming the li
   const std::vector<std::string> bombs = {
       select_many("hex(zeroblob(150000000))", 3),
       "SELECT randomblob(40000000)",
-      "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000000) "
-      "SELECT length(group_concat(hex(zeroblob(500)))) FROM c",
+      // Grown piece by piece past the limit: 64 pieces of 1 MB. SQLite notes
+      // the overflow at the 34th and still steps every row, so the rows are
+      // few and large: the work is bounded by the size, not by the clock.
+      "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 64) "
+      "SELECT length(group_concat(hex(zeroblob(500000)))) FROM c",
   };
-  // Time enough to reach the limit under a sanitizer too; the default limits otherwise.
+  // Each bomb takes well under a second, sanitizers included; the long
+  // timeout only keeps a loaded machine from turning the limit into a timeout.
   Limits patient;
-  patient.statement_timeout = 120s;
+  patient.statement_timeout = 60s;
   for (const std::string& bomb : bombs) {
     INFO(bomb.substr(0, 80));
     const auto& refusal = expect<rawtool::Refusal>(run(*driver, bomb, patient));
@@ -1105,4 +1112,138 @@ TEST_CASE("describe compiles a statement without running it: placeholders as wri
   }
   // Nothing ran.
   CHECK(Plain(scratch.db()).value("SELECT group_concat(id || name) FROM t") == before);
+}
+
+// ---- A connection goes back as a fresh one would be ----
+
+namespace {
+
+/// Where a family is left: a database file, or a read-write ":memory:" one
+/// (whose tables must outlive the connection that wrote them).
+enum class Target { file_read_write, file_read_only_call, file_read_only_driver, memory_read_write };
+
+/// Runs `leave`, one call per statement, as a first caller on a driver for
+/// `target` (whatever each answers: refused, failed or done), then the
+/// probes as a second caller on the same driver, and the probes on a fresh
+/// driver for a database made the same way: the answers must match, and no
+/// lock may be held between calls.
+void leaves_nothing_behind(const std::vector<std::string>& leave) {
+  for (const Target target :
+       {Target::file_read_write, Target::file_read_only_call, Target::file_read_only_driver, Target::memory_read_write}) {
+    INFO("target " << static_cast<int>(target));
+    Scratch scratch;
+    const bool in_memory = target == Target::memory_read_write;
+    const AccessMode driver_mode = target == Target::file_read_only_driver ? AccessMode::read_only : AccessMode::read_write;
+    const AccessMode call_mode = target == Target::file_read_write || in_memory ? AccessMode::read_write : AccessMode::read_only;
+    const std::string setup = "CREATE TABLE t (x); INSERT INTO t VALUES ('file one'), ('file two')";
+    const auto made = [&] {
+      auto driver = rawtool::make_sqlite_driver(in_memory ? ":memory:" : scratch.db(), driver_mode);
+      if (in_memory) {
+        expect<Rows>(run(*driver, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+        expect<Rows>(run(*driver, "INSERT INTO t VALUES ('file one'), ('file two')", {}, AccessMode::read_write));
+      }
+      return driver;
+    };
+    if (!in_memory) scratch.setup(setup);
+    auto used = made();
+    for (const std::string& sql : leave) {
+      INFO("first caller: " << sql << " -> " << answer(run(*used, sql, {}, call_mode)));
+      if (!in_memory) CHECK(nothing_holds_a_lock(scratch.db()));
+    }
+    auto fresh = made();
+    CHECK(rawtool::test::sqlite_session_answers(*used, call_mode) ==
+          rawtool::test::sqlite_session_answers(*fresh, call_mode));
+    if (!in_memory) CHECK(nothing_holds_a_lock(scratch.db()));
+  }
+}
+
+/// Every SQLite case of `case_class` in corpus/session_state.jsonl leaves nothing behind.
+void walk_session_states(std::string_view case_class) {
+  std::size_t walked = 0;
+  for (const rawtool::corpus::SessionStateCase& c : rawtool::corpus::load_session_states()) {
+    if (c.engine != rawtool::Engine::sqlite || c.case_class != case_class) continue;
+    INFO(c.source << " " << c.name);
+    leaves_nothing_behind(c.leave);
+    ++walked;
+  }
+  CHECK(walked > 0);
+}
+
+}  // namespace
+
+TEST_CASE("a fresh sqlite connection knows no rowid and no change counts", "[sqlite][isolation]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  CHECK(answer(run(*driver, "SELECT last_insert_rowid(), changes(), total_changes()")) == "rows:[0][0][0];");
+}
+
+TEST_CASE("no temp table, view, trigger, index or virtual table of one sqlite call is met by the next",
+          "[sqlite][isolation][corpus]") {
+  walk_session_states("temp_schema");
+}
+
+TEST_CASE("no transaction or savepoint of one sqlite call is open for the next", "[sqlite][isolation][corpus]") {
+  walk_session_states("transaction");
+}
+
+TEST_CASE("no setting one sqlite call makes is in force for the next", "[sqlite][isolation][corpus]") {
+  walk_session_states("setting");
+}
+
+TEST_CASE("no sqlite call attaches a database, in either mode, so none is there for the next",
+          "[sqlite][isolation][corpus]") {
+  walk_session_states("attached_database");
+  for (const AccessMode mode : {AccessMode::read_write, AccessMode::read_only}) {
+    auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+    CHECK(refusal_reason(run(*driver, "ATTACH ':memory:' AS other", {}, mode)) == RefusalReason::not_permitted);
+  }
+}
+
+TEST_CASE("sqlite SQL registers no function, tokenizer or extension for the next call", "[sqlite][isolation][corpus]") {
+  // SQL has no CREATE FUNCTION; fts3_tokenizer(name, pointer) registers a
+  // tokenizer and load_extension() loads code, and both are denied.
+  walk_session_states("registered_code");
+  for (const AccessMode mode : {AccessMode::read_write, AccessMode::read_only}) {
+    auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+    CHECK(refusal_reason(run(*driver, "SELECT fts3_tokenizer('spy', x'0000000000000000')", {}, mode)) ==
+          RefusalReason::not_permitted);
+  }
+}
+
+TEST_CASE("a later sqlite caller learns neither the rowid nor the change counts of an earlier one",
+          "[sqlite][isolation][corpus]") {
+  walk_session_states("session_counters");
+}
+
+TEST_CASE("a temp table and a temp trigger of one sqlite caller neither catch nor see another caller's insert",
+          "[sqlite][isolation]") {
+  Scratch scratch;
+  scratch.setup("CREATE TABLE t (x); CREATE TABLE notes (x)");
+  auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_write);
+  // The first caller shadows the file's table and plants a trigger on it.
+  run(*driver, "CREATE TEMP TABLE t (x)", {}, AccessMode::read_write);
+  run(*driver, "CREATE TEMP TABLE spy (x)", {}, AccessMode::read_write);
+  run(*driver, "CREATE TEMP TRIGGER copy AFTER INSERT ON main.notes BEGIN INSERT INTO spy VALUES (new.x); END", {},
+      AccessMode::read_write);
+  // The second caller's rows land in the file.
+  expect<Rows>(run(*driver, "INSERT INTO t VALUES ('second caller')", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "INSERT INTO notes VALUES ('secret')", {}, AccessMode::read_write));
+  Plain file(scratch.db());
+  CHECK(file.value("SELECT group_concat(x) FROM main.t") == "second caller");
+  CHECK(file.value("SELECT group_concat(x) FROM main.notes") == "secret");
+  // And the first caller, coming back, finds nothing of theirs to read them from.
+  CHECK(answer(run(*driver, "SELECT x FROM temp.spy", {}, AccessMode::read_write)).find("no such table") !=
+        std::string::npos);
+}
+
+TEST_CASE("a read-write :memory: sqlite database keeps its tables across the connections that write to it",
+          "[sqlite][isolation]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  expect<Rows>(run(*driver, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "INSERT INTO t VALUES (1), (2)", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "PRAGMA cache_size = 7", {}, AccessMode::read_write));
+  expect<Rows>(run(*driver, "CREATE TEMP TABLE t (x)", {}, AccessMode::read_write));
+  CHECK(answer(run(*driver, "SELECT group_concat(x) FROM t")) == "rows:[1,2];");
+  // Two drivers are two databases, as two connections to ":memory:" always were.
+  auto other = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  CHECK(answer(run(*other, "SELECT count(*) FROM sqlite_schema")) == "rows:[0];");
 }

@@ -191,4 +191,24 @@ std::span<const std::string_view> escape_classes() noexcept;
 std::vector<EscapeCase> load_escapes(const std::filesystem::path& file = directory() / "escapes.jsonl");
 std::vector<EscapeCase> parse_escapes(std::string_view jsonl, std::string_view source);
 
+/// SESSION_STATE (session_state.jsonl): statements that leave something on
+/// a connection, the kind a later caller on the same pooled connection could
+/// meet (a temp table named as a real one, a trigger, an open transaction, a
+/// setting, a rowid). The walk runs `leave`, one call per statement, on a
+/// driver, then asks that driver and a fresh one the same questions: the
+/// answers must match.
+struct SessionStateCase {
+  std::string name;
+  std::string case_class;
+  Engine engine = Engine::sqlite;
+  std::vector<std::string> leave;  ///< one call each, in order; each may be refused or fail
+  std::string note;
+  std::string source;
+};
+
+std::span<const std::string_view> session_state_classes() noexcept;
+std::vector<SessionStateCase> load_session_states(const std::filesystem::path& file = directory() /
+                                                                                    "session_state.jsonl");
+std::vector<SessionStateCase> parse_session_states(std::string_view jsonl, std::string_view source);
+
 }  // namespace rawtool::corpus

@@ -13,6 +13,15 @@ namespace rawtool::detail {
 
 /// A bounded set of drivers for one database. Drivers are made lazily, at
 /// most `capacity` exist at once, and a caller beyond them waits. Thread-safe.
+///
+/// One pool serves every caller of its database, whatever the token: a
+/// driver hands its connection back as a fresh one would be, or closes it
+/// after the call (each driver's cleanup says how; SQLite closes the
+/// connection after any call that wrote or changed a setting). Pools per
+/// token would multiply connections by the number of tokens, against one
+/// server's or file's limits, and would still leave one call's state to the
+/// same token's next call, which the agent need not expect either; a
+/// connection made fresh isolates every caller at once.
 class ConnectionPool {
 public:
   using Factory = std::function<std::unique_ptr<Driver>()>;

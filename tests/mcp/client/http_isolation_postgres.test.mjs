@@ -5,7 +5,7 @@
 // and drops the real table A's temporary table shadows, on a database label
 // of its own.
 //
-//   RAWTOOL_TEST_PG_URL=... node http_tenant_isolation.test.mjs --binary build/dev/rawtool/rawtool
+//   RAWTOOL_TEST_PG_URL=... node http_isolation_postgres.test.mjs --binary build/dev/rawtool/rawtool
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
