@@ -21,19 +21,39 @@ namespace {
 // Every role the session can become: SET ROLE reaches every role the session
 // user (or the current user, when a connection option set one) is a member
 // of, directly or through other roles, whatever their INHERIT setting, and
-// a DO block can run SET ROLE. 'MEMBER' asks exactly that.
+// a DO block can run SET ROLE. 'MEMBER' asks exactly that, of a pg_roles row r.
+constexpr std::string_view reachable =
+    "pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER') OR pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')";
+
+// The roles read-only mode refuses a session for being able to become, as a
+// condition on a pg_roles row: the audit names each reachable role that meets
+// one, and the guard (read_only_guard_expression) looks for any in every
+// call. Their words are in `kinds` below.
+struct RefusedRole {
+  std::string_view kind;
+  std::string_view condition;
+};
+constexpr RefusedRole refused_roles[] = {
+    {"superuser", "rolsuper"},
+    {"replication", "rolreplication"},
+    {"server_files", "rolname IN ('pg_read_server_files', 'pg_write_server_files')"},
+    {"server_program", "rolname = 'pg_execute_server_program'"},
+    {"signal_any_backend", "rolname = 'pg_signal_backend'"},
+};
+
+// The query is built around those two pieces (audit_query below).
 //
 // The functions are named by signature, so that one a server version lacks
 // is simply absent (to_regprocedure gives NULL); through any role reached,
 // EXECUTE on one of them is the hazard. Only effects that a rollback does not
 // undo count: a function that writes catalogs (pg_import_system_collations)
 // is undone with the transaction. Each row is a kind and a name.
-constexpr const char* audit_query = R"sql(
+constexpr std::string_view audit_reach = R"sql(
 WITH reach AS (
   SELECT r.oid, r.rolname, r.rolsuper, r.rolreplication
   FROM pg_catalog.pg_roles r
-  WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')
-     OR pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+  WHERE )sql";
+constexpr std::string_view audit_body = R"sql(
 ), listed(kind, signature) AS (VALUES
   ('server_state_function', 'pg_catalog.pg_switch_wal()'),
   ('server_state_function', 'pg_catalog.pg_create_restore_point(text)'),
@@ -86,12 +106,8 @@ WITH reach AS (
   JOIN pg_catalog.pg_proc p ON p.oid = d.objid
   WHERE e.extname = 'dblink'
 )
-SELECT 'superuser', rolname::text FROM reach WHERE rolsuper
-UNION ALL SELECT 'replication', rolname::text FROM reach WHERE rolreplication
-UNION ALL SELECT 'server_files', rolname::text FROM reach
-  WHERE rolname IN ('pg_read_server_files', 'pg_write_server_files')
-UNION ALL SELECT 'server_program', rolname::text FROM reach WHERE rolname = 'pg_execute_server_program'
-UNION ALL SELECT 'signal_any_backend', rolname::text FROM reach WHERE rolname = 'pg_signal_backend'
+)sql";
+constexpr std::string_view audit_rows = R"sql(
 UNION ALL SELECT f.kind, f.oid::pg_catalog.regprocedure::text FROM functions f
   WHERE f.oid IS NOT NULL
     AND EXISTS (SELECT 1 FROM reach WHERE pg_catalog.has_function_privilege(reach.oid, f.oid, 'EXECUTE'))
@@ -168,6 +184,30 @@ constexpr KindWords kinds[] = {
      "statement that prepares or ends its read-only transaction and rolls the prepared transaction back."},
 };
 
+// A refused role is refused whatever the guard or the audit finds it by.
+constexpr bool refused_roles_have_refused_words() {
+  for (const RefusedRole& role : refused_roles) {
+    bool refused = false;
+    for (const KindWords& words : kinds) refused = refused || (words.code == role.kind && words.refused);
+    if (!refused) return false;
+  }
+  return true;
+}
+static_assert(refused_roles_have_refused_words(), "every kind of refused_roles has refused words in kinds");
+
+const std::string& audit_query() {
+  static const std::string text = [] {
+    std::string query = fmt::format("{}{}{}", audit_reach, reachable, audit_body);
+    for (const RefusedRole& role : refused_roles) {
+      query += fmt::format("{}SELECT '{}', rolname::text FROM reach WHERE {}", &role == refused_roles ? "" : "\nUNION ALL ",
+                           role.kind, role.condition);
+    }
+    query += audit_rows;
+    return query;
+  }();
+  return text;
+}
+
 const KindWords* words_for(std::string_view code) {
   for (const KindWords& words : kinds)
     if (words.code == code) return &words;
@@ -187,7 +227,7 @@ struct ResultDeleter {
 }  // namespace
 
 std::optional<SessionAudit> audit_session(PGconn* conn) {
-  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, audit_query));
+  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, audit_query().c_str()));
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQnfields(result.get()) != 2) return std::nullopt;
 
   SessionAudit audit;
@@ -260,6 +300,25 @@ std::optional<Refusal> read_only_refusal(const SessionAudit& audit) {
                                  "that a read-only transaction does not stop: {}. `rawtool check-config --connect` names "
                                  "the roles and functions; connect as a role without them.",
                                  phrases)};
+}
+
+std::string_view read_only_guard_expression() {
+  // Only the roles: EXECUTE on the functions the audit lists is left to the
+  // audit's re-asking (audit_lifetime in postgres_driver.cpp), because
+  // resolving forty signatures and checking each against every reachable role
+  // would cost each call more than its whole wrapping does. The division is
+  // the one way plain SQL has to raise an error on a condition; qualified, so
+  // that no operator of the search path stands in for it.
+  static const std::string text = [] {
+    std::string conditions;
+    for (const RefusedRole& role : refused_roles) {
+      conditions += fmt::format("{}{}", conditions.empty() ? "" : " OR ", role.condition);
+    }
+    return fmt::format("1 OPERATOR(pg_catalog./) CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE ({}) AND ({})) "
+                       "THEN 0 ELSE 1 END",
+                       conditions, reachable);
+  }();
+  return text;
 }
 
 }  // namespace rawtool::detail
