@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,8 +28,7 @@ constexpr std::string_view reachable =
 
 // The roles read-only mode refuses a session for being able to become, as a
 // condition on a pg_roles row: the audit names each reachable role that meets
-// one, and the guard (read_only_guard_expression) looks for any in every
-// call. Their words are in `kinds` below.
+// one, and the guard (SessionAudit::guard) looks for any in every call. Their words are in `kinds` below.
 struct RefusedRole {
   std::string_view kind;
   std::string_view condition;
@@ -208,6 +208,56 @@ const std::string& audit_query() {
   return text;
 }
 
+struct ResultDeleter {
+  void operator()(PGresult* result) const noexcept { PQclear(result); }
+};
+
+// The guard checks membership in every role of the cluster that the audit
+// refuses a session for reaching, by OID, as this query finds them when the
+// session is audited: a function call each, of cached membership, which
+// costs a call a few microseconds, where a scan of pg_roles (a view) would
+// cost it more than its whole wrapping. So a GRANT of any of them is seen at
+// the next call; a role made SUPERUSER or REPLICATION (by CREATE or ALTER
+// ROLE) after the audit, and EXECUTE granted on one of the functions the
+// audit lists, are seen when the audit is asked again (audit_lifetime in
+// postgres_driver.cpp), as before.
+std::optional<std::string> guard_expression(PGconn* conn) {
+  std::string conditions;
+  for (const RefusedRole& role : refused_roles) {
+    conditions += fmt::format("{}({})", conditions.empty() ? "" : " OR ", role.condition);
+  }
+  const std::string query = fmt::format(
+      "SELECT (SELECT s.oid FROM pg_catalog.pg_roles s WHERE s.rolname = session_user)::text, "
+      "pg_catalog.string_agg(r.oid::text, ',') FROM pg_catalog.pg_roles r WHERE {}",
+      conditions);
+  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, query.c_str()));
+  if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1 || PQnfields(result.get()) != 2)
+    return std::nullopt;
+  // OIDs, read as numbers and written again: nothing the server sent is spliced as it came.
+  const auto oid_of = [](std::string_view text) -> std::optional<Oid> {
+    Oid oid = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), oid);
+    if (error != std::errc{} || end != text.data() + text.size() || oid == 0) return std::nullopt;
+    return oid;
+  };
+  const std::optional<Oid> session = oid_of(PQgetvalue(result.get(), 0, 0));
+  if (!session) return std::nullopt;
+  std::string checks;
+  std::string_view list = PQgetvalue(result.get(), 0, 1);
+  while (!list.empty()) {
+    const std::size_t comma = std::min(list.find(','), list.size());
+    const std::optional<Oid> role = oid_of(list.substr(0, comma));
+    if (!role) return std::nullopt;
+    checks += fmt::format("{}pg_catalog.pg_has_role({}::pg_catalog.oid, {}::pg_catalog.oid, 'MEMBER'::pg_catalog.text)",
+                          checks.empty() ? "" : " OR ", *session, *role);
+    list.remove_prefix(std::min(comma + 1, list.size()));
+  }
+  if (checks.empty()) return std::string("1");
+  // The division is the one way plain SQL has to raise an error on a
+  // condition; qualified, so that no operator of the search path stands in for it.
+  return fmt::format("1 OPERATOR(pg_catalog./) CASE WHEN {} THEN 0 ELSE 1 END", checks);
+}
+
 const KindWords* words_for(std::string_view code) {
   for (const KindWords& words : kinds)
     if (words.code == code) return &words;
@@ -219,10 +269,6 @@ const KindWords& words_for(HazardKind kind) {
     if (words.kind == kind) return words;
   return kinds[0];
 }
-
-struct ResultDeleter {
-  void operator()(PGresult* result) const noexcept { PQclear(result); }
-};
 
 }  // namespace
 
@@ -265,6 +311,9 @@ std::optional<SessionAudit> audit_session(PGconn* conn) {
     hazard.kind = HazardKind::shared_role;
   }
   if (audit.prepared_transactions) found[HazardKind::prepared_transactions].kind = HazardKind::prepared_transactions;
+  std::optional<std::string> guard = guard_expression(conn);
+  if (!guard) return std::nullopt;
+  audit.guard = std::move(*guard);
 
   for (auto& [kind, hazard] : found) {
     const KindWords& words = words_for(kind);
@@ -300,25 +349,6 @@ std::optional<Refusal> read_only_refusal(const SessionAudit& audit) {
                                  "that a read-only transaction does not stop: {}. `rawtool check-config --connect` names "
                                  "the roles and functions; connect as a role without them.",
                                  phrases)};
-}
-
-std::string_view read_only_guard_expression() {
-  // Only the roles: EXECUTE on the functions the audit lists is left to the
-  // audit's re-asking (audit_lifetime in postgres_driver.cpp), because
-  // resolving forty signatures and checking each against every reachable role
-  // would cost each call more than its whole wrapping does. The division is
-  // the one way plain SQL has to raise an error on a condition; qualified, so
-  // that no operator of the search path stands in for it.
-  static const std::string text = [] {
-    std::string conditions;
-    for (const RefusedRole& role : refused_roles) {
-      conditions += fmt::format("{}{}", conditions.empty() ? "" : " OR ", role.condition);
-    }
-    return fmt::format("1 OPERATOR(pg_catalog./) CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE ({}) AND ({})) "
-                       "THEN 0 ELSE 1 END",
-                       conditions, reachable);
-  }();
-  return text;
 }
 
 }  // namespace rawtool::detail

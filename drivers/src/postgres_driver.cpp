@@ -36,8 +36,8 @@
 // statement runs (a long-lived connection is audited once a minute): when the
 // session can become a role the audit refuses, it fails, which aborts the rest
 // of the segment, statement included, and the call is answered with the
-// audit, asked again at once (detail::read_only_guard_expression says what it
-// covers and what waits for the next audit).
+// audit, asked again at once (detail::SessionAudit::guard says what it
+// covers, and postgres_audit.cpp what waits for the next audit).
 //
 // In read-only mode everything the statement can do to the session is undone
 // by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
@@ -1104,8 +1104,9 @@ struct PostgresDriver::Call {
   /// transaction began, as the server answered; empty until it has.
   std::string transaction_started;
   /// A read-only call whose transaction runs the guard before the statement
-  /// (in the timeouts' query through a pooler, in a query of its own elsewhere).
+  /// (in the timeouts' query through a pooler, in `guard` elsewhere).
   bool guarded = false;
+  std::string guard;
   /// The guard failed: the statement did not run, and the call is answered by
   /// the audit, asked again (see execute).
   bool guard_tripped = false;
@@ -1254,8 +1255,7 @@ bool PostgresDriver::send_text(const char* text) {
 bool PostgresDriver::send_transaction_start(const Call& call) {
   if (!send_text("BEGIN READ ONLY")) return false;
   if (!call.pooled) {
-    static const std::string guard = fmt::format("SELECT {}", detail::read_only_guard_expression());
-    return !call.guarded || send_text(guard.c_str());
+    return !call.guarded || send_text(call.guard.c_str());
   }
   // The server holds its replies until the Sync, so a statement that never
   // ends would keep its process ID from us without the flush.
@@ -1283,7 +1283,9 @@ bool PostgresDriver::read_transaction_start(Call& call) {
   bool answered = false;
   while (Result result = next_result()) {
     const PGresult* r = result.get();
-    if (PQresultStatus(r) == PGRES_FATAL_ERROR && sqlstate_is(r, detail::guard_sqlstate)) call.guard_tripped = true;
+    // The guard's query failing for any reason but a cancel is taken as the
+    // guard tripping: the audit asked again then decides (see execute).
+    if (PQresultStatus(r) == PGRES_FATAL_ERROR && !sqlstate_is(r, "57014")) call.guard_tripped = call.guarded;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) continue;
     answered = !call.pooled;
     if (!call.pooled) continue;
@@ -1454,6 +1456,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .server_pid = 0,
             .transaction_started = {},
             .guarded = false,
+            .guard = {},
             .guard_tripped = false};
   // Through a pooler the read-only timeouts are local to the transaction, so
   // that no setting outlives the call on whichever server connection ran it;
@@ -1461,7 +1464,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // saves every call a statement (tests/bench/drivers: select1_pipe_full_one_sync
   // against select1_pipe_full_local_timeouts).
   call.pooled = read_only && through_pooler();
-  call.guarded = read_only && !options_.allow_privileged_read_only;
+  call.guarded = read_only && !options_.allow_privileged_read_only && audit_.has_value();
+  if (call.guarded && !call.pooled) call.guard = fmt::format("SELECT {}", audit_->guard);
   call.set_timeouts = !call.pooled && session_timeouts_ != call.wanted;
   if (call.pooled || call.set_timeouts || !read_only) {
     const std::string_view local = call.pooled ? "true" : "false";
@@ -1476,7 +1480,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     }
     // When the transaction began: a transaction the statement prepares was
     // prepared after it (see ended_transaction_refusal).
-    if (call.pooled && call.guarded) call.timeouts += fmt::format(", {}", detail::read_only_guard_expression());
+    if (call.pooled && call.guarded) call.timeouts += fmt::format(", {}", audit_->guard);
     if (call.pooled && finds_prepared_transactions()) call.timeouts += ", pg_catalog.transaction_timestamp()::text";
   }
   call.notices.budget = limits.max_notice_bytes;

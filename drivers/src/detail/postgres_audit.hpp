@@ -10,7 +10,7 @@
 
 #include <cstdint>
 #include <optional>
-#include <string_view>
+#include <string>
 
 namespace rawtool::detail {
 
@@ -18,6 +18,15 @@ struct SessionAudit {
   DatabaseReport report;
   /// max_prepared_transactions > 0: a statement can prepare its transaction.
   bool prepared_transactions = false;
+  /// A SQL expression read-only mode evaluates in every call's transaction,
+  /// before the statement, so that a privilege granted since this audit is
+  /// seen before the statement runs: 1, or, when the session can become one of
+  /// the roles this audit found that read_only_refusal refuses a session for
+  /// reaching, an error (division_by_zero), which aborts the transaction and
+  /// with it the statement. What it does not see is seen at the next audit
+  /// (see postgres_audit.cpp). Refers to no table: it can stand in a SELECT
+  /// of its own or beside other columns. Built from numbers only.
+  std::string guard;
 };
 
 /// Runs the audit on `conn` (one round trip). std::nullopt when the server
@@ -29,19 +38,5 @@ std::optional<SessionAudit> audit_session(PGconn* conn);
 /// hazard, in rawtool's own words (no role or function names); std::nullopt
 /// when nothing is refused.
 std::optional<Refusal> read_only_refusal(const SessionAudit& audit);
-
-/// A SQL expression read-only mode evaluates in every call's transaction,
-/// before the statement, so that a privilege granted since the audit is seen
-/// before the statement runs: 1, or, when the session can become a role that
-/// the audit refuses (the same rules, kept in one place), the error
-/// guard_sqlstate, which aborts the transaction and with it the statement.
-/// What else the audit refuses (EXECUTE on its listed functions, settings) is
-/// seen when the audit is asked again. Refers to no table of the statement's:
-/// it can stand in a SELECT of its own or beside other columns.
-std::string_view read_only_guard_expression();
-
-/// The SQLSTATE of a tripped guard (division_by_zero). Only the guard's own
-/// query can raise it there: the statement has not run yet.
-inline constexpr std::string_view guard_sqlstate = "22012";
 
 }  // namespace rawtool::detail
