@@ -13,6 +13,7 @@
 #include <span>
 #include <utility>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,27 @@ namespace {
 // Every role the session can become: SET ROLE reaches every role the session
 // user (or the current user, when a connection option set one) is a member
 // of, directly or through other roles, whatever their INHERIT setting, and
-// a DO block can run SET ROLE. 'MEMBER' asks exactly that.
+// a DO block can run SET ROLE. 'MEMBER' asks exactly that, of a pg_roles row r.
+constexpr std::string_view reachable =
+    "pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER') OR pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')";
+
+// The roles read-only mode refuses a session for being able to become, as a
+// condition on a pg_roles row: the audit names each reachable role that meets
+// one, and the guard (SessionAudit::guard) looks for any in every call.
+// Their words are in `kinds` below.
+struct RefusedRole {
+  std::string_view kind;
+  std::string_view condition;
+};
+constexpr RefusedRole refused_roles[] = {
+    {"superuser", "rolsuper"},
+    {"replication", "rolreplication"},
+    {"server_files", "rolname IN ('pg_read_server_files', 'pg_write_server_files')"},
+    {"server_program", "rolname = 'pg_execute_server_program'"},
+    {"signal_any_backend", "rolname = 'pg_signal_backend'"},
+};
+
+// The query is built around those two pieces (audit_query below).
 //
 // The functions are named by signature, so that one a server version lacks
 // is simply absent (to_regprocedure gives NULL); through any role reached,
@@ -70,12 +91,12 @@ namespace {
 // 100 RAISE LOG wrote 200 lines); only fatal and panic stop what a statement
 // can raise. Neither can be set by the role (superuser-only settings:
 // "permission denied to set parameter", also for SET LOCAL).
-constexpr const char* audit_query = R"sql(
+constexpr std::string_view audit_reach = R"sql(
 WITH reach AS (
   SELECT r.oid, r.rolname, r.rolsuper, r.rolreplication
   FROM pg_catalog.pg_roles r
-  WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')
-     OR pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+  WHERE )sql";
+constexpr std::string_view audit_body = R"sql(
 ), listed(kind, signature) AS (VALUES
   ('server_state_function', 'pg_catalog.pg_switch_wal()'),
   ('server_state_function', 'pg_catalog.pg_create_restore_point(text)'),
@@ -168,7 +189,9 @@ WITH reach AS (
   ('debug5', 0), ('debug4', 0), ('debug3', 0), ('debug2', 0), ('debug1', 0), ('info', 1), ('notice', 2),
   ('warning', 3), ('error', 4), ('log', 5), ('fatal', 6), ('panic', 7)
 )
-SELECT kind || '.' || rank, name FROM ranked WHERE n <= 20
+)sql";
+constexpr std::string_view audit_rows = R"sql(
+UNION ALL SELECT kind || '.' || rank, name FROM ranked WHERE n <= 20
 UNION ALL SELECT 'more.' || kind, (total - 20)::text FROM ranked WHERE n = 1 AND total > 20
 UNION ALL SELECT 'count.security_definer_superuser', pg_catalog.count(*)::text FROM owned
   WHERE kind = 'security_definer' AND rank = 0
@@ -179,12 +202,6 @@ UNION ALL SELECT 'server_log.' || v.i, v.name FROM log_levels l, LATERAL (VALUES
     (2, 'log_min_messages = ' || pg_catalog.current_setting('log_min_messages')),
     (3, 'log_min_error_statement = ' || pg_catalog.current_setting('log_min_error_statement'))) AS v(i, name)
   WHERE l.level = pg_catalog.current_setting('log_min_messages') AND l.rank < 6
-UNION ALL SELECT 'superuser', rolname::text FROM reach WHERE rolsuper
-UNION ALL SELECT 'replication', rolname::text FROM reach WHERE rolreplication
-UNION ALL SELECT 'server_files', rolname::text FROM reach
-  WHERE rolname IN ('pg_read_server_files', 'pg_write_server_files')
-UNION ALL SELECT 'server_program', rolname::text FROM reach WHERE rolname = 'pg_execute_server_program'
-UNION ALL SELECT 'signal_any_backend', rolname::text FROM reach WHERE rolname = 'pg_signal_backend'
 UNION ALL SELECT f.kind, f.oid::pg_catalog.regprocedure::text FROM functions f
   WHERE f.oid IS NOT NULL
     AND EXISTS (SELECT 1 FROM reach WHERE pg_catalog.has_function_privilege(reach.oid, f.oid, 'EXECUTE'))
@@ -299,6 +316,85 @@ constexpr KindWords kinds[] = {
      "(log_statement, log_min_duration_statement, auditing extensions) out of the log."},
 };
 
+// A refused role is refused whatever the guard or the audit finds it by.
+constexpr bool refused_roles_have_refused_words() {
+  for (const RefusedRole& role : refused_roles) {
+    bool refused = false;
+    for (const KindWords& words : kinds) refused = refused || (words.code == role.kind && words.refused);
+    if (!refused) return false;
+  }
+  return true;
+}
+static_assert(refused_roles_have_refused_words(), "every kind of refused_roles has refused words in kinds");
+
+const std::string& audit_query() {
+  static const std::string text = [] {
+    std::string query = fmt::format("{}{}{}", audit_reach, reachable, audit_body);
+    for (const RefusedRole& role : refused_roles) {
+      query += fmt::format("{}SELECT '{}', rolname::text FROM reach WHERE {}", &role == refused_roles ? "" : "\nUNION ALL ",
+                           role.kind, role.condition);
+    }
+    query += audit_rows;
+    return query;
+  }();
+  return text;
+}
+
+struct ResultDeleter {
+  void operator()(PGresult* result) const noexcept { PQclear(result); }
+};
+
+// The guard checks the session user's membership in every role of the
+// cluster that the audit refuses a session for reaching, by OID, as this
+// query finds them when the session is audited: one pg_has_role each, on the
+// server's cached membership. Scanning pg_roles (a view) in every call
+// instead cost a read-only SELECT 1 about four times the server time this
+// does (tests/bench/drivers). The current user needs no check of its own: a
+// connection option can set it only to a role the session user is a member
+// of (or as a superuser), so it reaches nothing the session user does not.
+//
+// So a GRANT of any of these roles is seen at the next call. A role made
+// SUPERUSER or REPLICATION (CREATE or ALTER ROLE) after the audit, EXECUTE
+// granted on one of the functions the audit lists (checking those in every
+// call would cost it about twenty times its wrapping), and wal_level are
+// seen when the audit is asked again (audit_lifetime in postgres_driver.cpp).
+std::optional<std::string> guard_expression(PGconn* conn) {
+  std::string conditions;
+  for (const RefusedRole& role : refused_roles) {
+    conditions += fmt::format("{}({})", conditions.empty() ? "" : " OR ", role.condition);
+  }
+  const std::string query = fmt::format(
+      "SELECT (SELECT s.oid FROM pg_catalog.pg_roles s WHERE s.rolname = session_user)::text, "
+      "pg_catalog.string_agg(r.oid::text, ',') FROM pg_catalog.pg_roles r WHERE {}",
+      conditions);
+  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, query.c_str()));
+  if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1 || PQnfields(result.get()) != 2)
+    return std::nullopt;
+  // OIDs, read as numbers and written again: nothing the server sent is spliced as it came.
+  const auto oid_of = [](std::string_view text) -> std::optional<Oid> {
+    Oid oid = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), oid);
+    if (error != std::errc{} || end != text.data() + text.size() || oid == 0) return std::nullopt;
+    return oid;
+  };
+  const std::optional<Oid> session = oid_of(PQgetvalue(result.get(), 0, 0));
+  if (!session) return std::nullopt;
+  std::string checks;
+  std::string_view list = PQgetvalue(result.get(), 0, 1);
+  while (!list.empty()) {
+    const std::size_t comma = std::min(list.find(','), list.size());
+    const std::optional<Oid> role = oid_of(list.substr(0, comma));
+    if (!role) return std::nullopt;
+    checks += fmt::format("{}pg_catalog.pg_has_role({}::pg_catalog.oid, {}::pg_catalog.oid, 'MEMBER'::pg_catalog.text)",
+                          checks.empty() ? "" : " OR ", *session, *role);
+    list.remove_prefix(std::min(comma + 1, list.size()));
+  }
+  if (checks.empty()) return std::string("1");
+  // The division is the one way plain SQL has to raise an error on a
+  // condition; qualified, so that no operator of the search path stands in for it.
+  return fmt::format("1 OPERATOR(pg_catalog./) CASE WHEN {} THEN 0 ELSE 1 END", checks);
+}
+
 const KindWords* words_for(std::string_view code) {
   for (const KindWords& words : kinds)
     if (words.code == code) return &words;
@@ -310,10 +406,6 @@ const KindWords& words_for(HazardKind kind) {
     if (words.kind == kind) return words;
   return kinds[0];
 }
-
-struct ResultDeleter {
-  void operator()(PGresult* result) const noexcept { PQclear(result); }
-};
 
 // A count the query sent, or 0.
 std::uint64_t count_of(std::string_view text) {
@@ -335,7 +427,7 @@ std::pair<std::string_view, unsigned> kind_and_order(std::string_view code) {
 }  // namespace
 
 std::optional<SessionAudit> audit_session(PGconn* conn, std::span<const HazardKind> refuse_hazards) {
-  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, audit_query));
+  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, audit_query().c_str()));
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQnfields(result.get()) != 2) return std::nullopt;
 
   SessionAudit audit;
@@ -393,6 +485,9 @@ std::optional<SessionAudit> audit_session(PGconn* conn, std::span<const HazardKi
     hazard.kind = HazardKind::shared_role;
   }
   if (audit.prepared_transactions) found[HazardKind::prepared_transactions].kind = HazardKind::prepared_transactions;
+  std::optional<std::string> guard = guard_expression(conn);
+  if (!guard) return std::nullopt;
+  audit.guard = std::move(*guard);
 
   for (auto& [kind, hazard] : found) {
     const KindWords& words = words_for(kind);

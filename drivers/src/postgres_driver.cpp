@@ -12,10 +12,10 @@
 // wrapping costs no extra round trips:
 //
 //   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
-//               BEGIN READ ONLY · <statement> ·
+//               BEGIN READ ONLY · guard · <statement> ·
 //               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   through a pooler:
-//               BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local) · Flush ·
+//               BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local), guard · Flush ·
 //               <statement> · ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
 //   read-write: [set_config(timeouts, session) · Sync]   only when they changed
 //               <statement> · Sync                        (commits on its own)
@@ -31,6 +31,13 @@
 // then sent again, on its own, which costs failures one round trip. A
 // read-write statement keeps its own Sync, so that it commits whatever its
 // cleanup does.
+//
+// The guard sees a privilege granted to the role since its audit before the
+// statement runs (a long-lived connection is audited once a minute): when the
+// session can become a role the audit refuses, it fails, which aborts the rest
+// of the segment, statement included, and the call is answered with the
+// audit, asked again at once (detail::SessionAudit::guard says what it
+// covers, and postgres_audit.cpp what waits for the next audit).
 //
 // In read-only mode everything the statement can do to the session is undone
 // by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
@@ -146,6 +153,15 @@ constexpr std::uint64_t keep_connection_below_bytes = 8 * 1024 * 1024;
 
 Refusal refuse(RefusalReason reason, Trusted explanation) { return Refusal{reason, std::move(explanation)}; }
 Refusal refuse(RefusalReason reason, Literal explanation) { return Refusal{reason, explanation}; }
+
+/// A tripped guard's answer when the audit, asked again, no longer refuses:
+/// the role's privileges changed back in between.
+Refusal guard_refusal() {
+  return refuse(RefusalReason::not_permitted,
+                "The statement did not run: the privileges of this connection's role changed as the call began (it "
+                "could become a role that read-only mode refuses). Run it again; `rawtool check-config --connect` "
+                "shows what the role can do.");
+}
 
 Untrusted text_of(const char* text) { return text == nullptr ? Untrusted{} : Untrusted(text, std::strlen(text)); }
 
@@ -1059,7 +1075,12 @@ std::optional<Refusal> PostgresDriver::audit_refusal() {
     }
   }
   if (options_.allow_privileged_read_only) return std::nullopt;
-  if (auto refusal = detail::read_only_refusal(*audit_)) return refusal;
+  if (auto refusal = detail::read_only_refusal(*audit_)) {
+    // A refused session is audited again on its next call, so that a REVOKE
+    // is seen as soon as the guard sees a GRANT.
+    audit_.reset();
+    return refusal;
+  }
   if (room_hazard_ && room_hazard_->refused) {
     return refuse(RefusalReason::not_permitted,
                   "Read-only mode refuses to run on this connection: the role's CONNECTION LIMIT (or the server's "
@@ -1112,6 +1133,13 @@ struct PostgresDriver::Call {
   /// Where a statement can prepare its transaction: when the read-only
   /// transaction began, as the server answered; empty until it has.
   std::string transaction_started;
+  /// A read-only call whose transaction runs the guard before the statement
+  /// (in the timeouts' query through a pooler, in `guard` elsewhere).
+  bool guarded = false;
+  std::string guard;
+  /// The guard failed: the statement did not run, and the call is answered by
+  /// the audit, asked again (see execute).
+  bool guard_tripped = false;
 };
 
 bool PostgresDriver::end_backend(int pid) {
@@ -1235,7 +1263,9 @@ bool PostgresDriver::send_text(const char* text) {
 
 bool PostgresDriver::send_transaction_start(const Call& call) {
   if (!send_text("BEGIN READ ONLY")) return false;
-  if (!call.pooled) return true;
+  if (!call.pooled) {
+    return !call.guarded || send_text(call.guard.c_str());
+  }
   // The server holds its replies until the Sync, so a statement that never
   // ends would keep its process ID from us without the flush.
   return send_text(call.timeouts.c_str()) && PQsendFlushRequest(conn_) == 1;
@@ -1258,16 +1288,21 @@ bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
 
 bool PostgresDriver::read_transaction_start(Call& call) {
   bool ok = drain_query();  // BEGIN READ ONLY
-  if (!call.pooled) return ok;
+  if (!call.pooled && !call.guarded) return ok;
   bool answered = false;
   while (Result result = next_result()) {
     const PGresult* r = result.get();
+    // The guard's query failing for any reason but a cancel is taken as the
+    // guard tripping: the audit asked again then decides (see execute).
+    if (PQresultStatus(r) == PGRES_FATAL_ERROR && !sqlstate_is(r, "57014")) call.guard_tripped = call.guarded;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) continue;
+    answered = !call.pooled;
+    if (!call.pooled) continue;
     const char* pid = PQgetvalue(r, 0, 0);
     answered = std::from_chars(pid, pid + std::strlen(pid), call.server_pid).ec == std::errc{};
     if (finds_prepared_transactions()) call.transaction_started = PQgetvalue(r, 0, PQnfields(r) - 1);
   }
-  return ok && answered && stop_ == Stop::none;
+  return ok && (answered || call.guard_tripped) && stop_ == Stop::none;
 }
 
 bool PostgresDriver::read_timeouts(Call& call) {
@@ -1278,14 +1313,14 @@ bool PostgresDriver::read_timeouts(Call& call) {
 }
 
 // Read-only: one pipeline, one Sync, one round trip:
-//   [set_config(timeouts) · Sync]  BEGIN READ ONLY · DECLARE cursor FOR
+//   [set_config(timeouts) · Sync]  BEGIN READ ONLY · guard · DECLARE cursor FOR
 //   <statement> · FETCH max_rows + 1 · ROLLBACK · unlock · DEALLOCATE ALL · Sync
 // (through a pooler: no session timeouts; after BEGIN READ ONLY, the query
-// that sets them local to the transaction, and a Flush).
+// that sets them local to the transaction and runs the guard, and a Flush).
 // Through the cursor the server makes only the rows the cap can use, where the
 // statement's plan streams. A statement a cursor cannot hold (EXPLAIN, SHOW,
 // COMMIT, ...) costs one more round trip: run as it is, in a new transaction:
-//   ROLLBACK · BEGIN READ ONLY · [pooled: set_config · Flush] · <statement> · cleanup · Sync
+//   ROLLBACK · BEGIN READ ONLY · guard [pooled: in set_config · Flush] · <statement> · cleanup · Sync
 // A pooler keeps the failed transaction's server connection for that second
 // segment: a session in a failed transaction block is not idle.
 Outcome PostgresDriver::run_read_only(Call& call) {
@@ -1302,7 +1337,11 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   call.clean = read_transaction_start(call) && call.clean;
   bool as_cursor = true;
   std::optional<Outcome> outcome;
-  if (Result declared = next_result(); declared != nullptr) {
+  if (call.guard_tripped) {
+    // Nothing of the statement ran; execute() answers with the audit.
+    drain_query();  // the DECLARE, aborted with the segment
+    outcome = guard_refusal();
+  } else if (Result declared = next_result(); declared != nullptr) {
     const ExecStatusType status = PQresultStatus(declared.get());
     if (status == PGRES_FATAL_ERROR && declare_refused_statement(declared.get()) && stop_ == Stop::none &&
         !cancel_requested_.load()) {
@@ -1340,7 +1379,12 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     if (!sent) return broken_connection();
     call.clean = drain_query() && call.clean;  // ROLLBACK
     call.clean = read_transaction_start(call) && call.clean;
-    outcome = read_statement(call.limits, call.started, false);
+    if (call.guard_tripped) {
+      drain_query();  // the statement, aborted with the segment
+      outcome = guard_refusal();
+    } else {
+      outcome = read_statement(call.limits, call.started, false);
+    }
     notices_ = &call.wrapping;
   }
   // A statement that failed (or was cancelled) aborted the rest of its
@@ -1455,13 +1499,18 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .give_up_connection = false,
             .pooled = false,
             .server_pid = 0,
-            .transaction_started = {}};
+            .transaction_started = {},
+            .guarded = false,
+            .guard = {},
+            .guard_tripped = false};
   // Through a pooler the read-only timeouts are local to the transaction, so
   // that no setting outlives the call on whichever server connection ran it;
   // elsewhere they are the session's, sent only when they change, which
   // saves every call a statement (tests/bench/drivers: select1_pipe_full_one_sync
   // against select1_pipe_full_local_timeouts).
   call.pooled = read_only && through_pooler();
+  call.guarded = read_only && !options_.allow_privileged_read_only && audit_.has_value();
+  if (call.guarded && !call.pooled) call.guard = fmt::format("SELECT {}", audit_->guard);
   call.set_timeouts = !call.pooled && session_timeouts_ != call.wanted;
   if (call.pooled || call.set_timeouts || !read_only) {
     const std::string_view local = call.pooled ? "true" : "false";
@@ -1476,6 +1525,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     }
     // When the transaction began: a transaction the statement prepares was
     // prepared after it (see ended_transaction_refusal).
+    if (call.pooled && call.guarded) call.timeouts += fmt::format(", {}", audit_->guard);
     if (call.pooled && finds_prepared_transactions()) call.timeouts += ", pg_catalog.transaction_timestamp()::text";
   }
   call.notices.budget = limits.max_notice_bytes;
@@ -1529,7 +1579,17 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   Outcome outcome = read_only ? run_read_only(call) : run_read_write(call);
   notices_ = nullptr;
   if (std::holds_alternative<Unavailable>(outcome)) return outcome;
-  return finish(call, std::move(outcome), read_only);
+  outcome = finish(call, std::move(outcome), read_only);
+  if (!call.guard_tripped || std::holds_alternative<Unavailable>(outcome)) return outcome;
+  // The session can now become a role the audit refuses: the audit is asked
+  // again, now, and its refusal is the answer, in the words it always has.
+  audit_.reset();
+  if (auto unavailable = connect()) return std::move(*unavailable);
+  if (auto refusal = audit_refusal()) {
+    if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
+    return std::move(*refusal);
+  }
+  return outcome;  // granted and revoked again in between: the statement still did not run
 }
 
 Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {

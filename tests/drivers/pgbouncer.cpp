@@ -68,7 +68,7 @@ std::string file_text(const std::filesystem::path& file) {
 
 }  // namespace
 
-std::optional<PgBouncer> PgBouncer::start(int pool_size) {
+std::optional<PgBouncer> PgBouncer::start(int pool_size, const std::vector<std::string>& more_roles) {
   const auto url = pg_url(false);
   const auto reader_url = pg_url(true);
   if (!url || !reader_url) return std::nullopt;
@@ -110,6 +110,7 @@ std::optional<PgBouncer> PgBouncer::start(int pool_size) {
         pool_size, (folder / "pgbouncer.log").string());
     std::ofstream users(folder / "users.txt");
     users << fmt::format("\"{}\" \"\"\n\"{}\" \"\"\n", server.at("user"), reader.at("user"));
+    for (const std::string& role : more_roles) users << fmt::format("\"{}\" \"\"\n", role);
   }
   // PgBouncer refuses to run as root: it is then started as the server's own user.
   const bool as_root = geteuid() == 0;

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <vector>
+#include <string>
 
 namespace rawtool::detail {
 
@@ -22,6 +23,15 @@ struct SessionAudit {
   /// The hazards found that are refused only because the operator listed
   /// their kind (PostgresOptions::refuse_hazards).
   std::vector<HazardKind> refused_by_setting;
+  /// A SQL expression read-only mode evaluates in every call's transaction,
+  /// before the statement, so that a privilege granted since this audit is
+  /// seen before the statement runs: 1, or, when the session can become one of
+  /// the roles this audit found that read_only_refusal refuses a session for
+  /// reaching, an error (division_by_zero), which aborts the transaction and
+  /// with it the statement. What it does not see is seen at the next audit
+  /// (see postgres_audit.cpp). Refers to no table: it can stand in a SELECT
+  /// of its own or beside other columns. Built from numbers only.
+  std::string guard;
 };
 
 /// Runs the audit on `conn` (one round trip). std::nullopt when the server
