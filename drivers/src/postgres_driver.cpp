@@ -523,16 +523,8 @@ private:
 
 std::optional<Unavailable> PostgresDriver::connect() {
   if (conn_ != nullptr) {
-    // A backend that ended while idle has left its goodbye (or an EOF) in the
-    // socket: reading it now finds the connection dead before a statement is sent.
-    // Its goodbye and the EOF can take two reads, so read while there is input.
-    bool alive = PQstatus(conn_) == CONNECTION_OK;
-    for (int reads = 0; alive && reads < 4; ++reads) {
-      pollfd socket{PQsocket(conn_), POLLIN, 0};
-      if (poll(&socket, 1, 0) == 0) break;
-      alive = PQconsumeInput(conn_) == 1 && PQstatus(conn_) == CONNECTION_OK;
-    }
-    if (alive) return std::nullopt;
+    // A backend that ended while idle is found dead here, before a statement is sent.
+    if (detail::idle_connection_alive(conn_)) return std::nullopt;
     disconnect();
   }
   std::optional<std::string> password;

@@ -51,6 +51,16 @@ std::variant<std::string, Unavailable> read_password_file(const std::string& fil
   return password;
 }
 
+bool idle_connection_alive(PGconn* conn) {
+  bool alive = PQstatus(conn) == CONNECTION_OK;
+  for (int reads = 0; alive && reads < 4; ++reads) {
+    pollfd socket{PQsocket(conn), POLLIN, 0};
+    if (poll(&socket, 1, 0) == 0) break;
+    alive = PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK;
+  }
+  return alive;
+}
+
 PGconn* connect_until(const std::string& conninfo, const std::optional<std::string>& password,
                       SteadyClock::time_point deadline) {
   const char* const keywords[] = {"fallback_application_name", "dbname", "password", nullptr};
@@ -114,16 +124,7 @@ Terminator::~Terminator() {
 
 bool Terminator::open_locked(SteadyClock::time_point deadline) {
   if (conn_ != nullptr) {
-    // An idle connection has nothing to read; input means the server closed
-    // it (idle_session_timeout, a restart, pg_terminate_backend) or sent a
-    // parameter change, which is read and dropped.
-    bool alive = PQstatus(conn_) == CONNECTION_OK;
-    for (int reads = 0; alive && reads < 4; ++reads) {
-      pollfd socket{PQsocket(conn_), POLLIN, 0};
-      if (poll(&socket, 1, 0) == 0) break;
-      alive = PQconsumeInput(conn_) == 1 && PQstatus(conn_) == CONNECTION_OK;
-    }
-    if (alive) return true;
+    if (idle_connection_alive(conn_)) return true;
     PQfinish(conn_);
     conn_ = nullptr;
     open_ = false;

@@ -40,6 +40,12 @@ using SteadyClock = std::chrono::steady_clock;
 /// dropped. Unavailable, in rawtool's words, when it cannot be read or is empty.
 std::variant<std::string, Unavailable> read_password_file(const std::string& file);
 
+/// Whether the idle connection `conn` is still usable. An idle connection has
+/// nothing to read: input means the backend ended (idle_session_timeout, a
+/// restart, pg_terminate_backend) and left its goodbye or an EOF, which can
+/// take two reads, or sent a parameter change, which is read and dropped.
+bool idle_connection_alive(PGconn* conn);
+
 /// Opens a connection for `conninfo` (with the password, when given) without
 /// blocking past `deadline`. Null when it could not.
 PGconn* connect_until(const std::string& conninfo, const std::optional<std::string>& password,
