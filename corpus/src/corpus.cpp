@@ -302,6 +302,29 @@ void reject_duplicate_names(const std::vector<C>& cases) {
   }
 }
 
+// Reads what escape and session-state entries share: no member outside `keys`,
+// a name, a class of `classes` and an engine. `fail` and `string_of` are the
+// parser's own, so its messages name the entry once its name is read.
+template <typename C, typename Fail, typename StringOf>
+void read_name_class_engine(const json& entry, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> classes, C& c, const Fail& fail,
+                            const StringOf& string_of) {
+  if (!entry.is_object()) fail("an entry must be a JSON object");
+  for (const auto& item : entry.items())
+    if (!contains(keys, item.key())) fail("unknown member \"" + item.key() + "\"");
+  c.name = string_of("name");
+  if (!std::all_of(c.name.begin(), c.name.end(), [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
+      }))
+    fail("a name is lower-case letters, digits, '-' and '_'");
+  c.case_class = string_of("class");
+  if (!contains(classes, c.case_class)) fail("unknown class \"" + c.case_class + "\"");
+  const std::string engine = string_of("engine");
+  if (engine == "postgresql") c.engine = Engine::postgresql;
+  else if (engine == "sqlite") c.engine = Engine::sqlite;
+  else fail("\"engine\" is \"postgresql\" or \"sqlite\"");
+}
+
 std::string read_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw CorpusError(file.string() + ": cannot be read");
@@ -480,20 +503,7 @@ std::vector<EscapeCase> parse_escapes(std::string_view jsonl, std::string_view s
       }
       return out;
     };
-    if (!entry.is_object()) fail("an entry must be a JSON object");
-    for (const auto& item : entry.items())
-      if (!contains(keys, item.key())) fail("unknown member \"" + item.key() + "\"");
-    c.name = string_of("name");
-    if (!std::all_of(c.name.begin(), c.name.end(), [](char ch) {
-          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-        }))
-      fail("a name is lower-case letters, digits, '-' and '_'");
-    c.case_class = string_of("class");
-    if (!contains(escape_class_list, c.case_class)) fail("unknown class \"" + c.case_class + "\"");
-    const std::string engine = string_of("engine");
-    if (engine == "postgresql") c.engine = Engine::postgresql;
-    else if (engine == "sqlite") c.engine = Engine::sqlite;
-    else fail("\"engine\" is \"postgresql\" or \"sqlite\"");
+    read_name_class_engine(entry, keys, escape_class_list, c, fail, string_of);
     c.setup = list_of("setup");
     c.sql = string_of("sql");
     c.teardown = list_of("teardown");
@@ -545,20 +555,7 @@ std::vector<SessionStateCase> parse_session_states(std::string_view jsonl, std::
         fail(std::string("\"") + key + "\" is a non-empty string");
       return entry.at(key).get<std::string>();
     };
-    if (!entry.is_object()) fail("an entry must be a JSON object");
-    for (const auto& item : entry.items())
-      if (!contains(keys, item.key())) fail("unknown member \"" + item.key() + "\"");
-    c.name = string_of("name");
-    if (!std::all_of(c.name.begin(), c.name.end(), [](char ch) {
-          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_';
-        }))
-      fail("a name is lower-case letters, digits, '-' and '_'");
-    c.case_class = string_of("class");
-    if (!contains(session_state_class_list, c.case_class)) fail("unknown class \"" + c.case_class + "\"");
-    const std::string engine = string_of("engine");
-    if (engine == "postgresql") c.engine = Engine::postgresql;
-    else if (engine == "sqlite") c.engine = Engine::sqlite;
-    else fail("\"engine\" is \"postgresql\" or \"sqlite\"");
+    read_name_class_engine(entry, keys, session_state_class_list, c, fail, string_of);
     if (!entry.contains("leave") || !entry.at("leave").is_array() || entry.at("leave").empty())
       fail("\"leave\" is a non-empty array");
     for (const auto& item : entry.at("leave")) {
