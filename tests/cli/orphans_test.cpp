@@ -97,6 +97,27 @@ RunOptions env_for(const ScratchFolder& folder, const std::filesystem::path& run
   return options;
 }
 
+/// A runtime folder in `folder` that only its owner may enter.
+std::filesystem::path private_runtime(const ScratchFolder& folder) {
+  const std::filesystem::path runtime = folder.path() / "run";
+  std::filesystem::create_directory(runtime);
+  std::filesystem::permissions(runtime, std::filesystem::perms::owner_all);
+  return runtime;
+}
+
+/// Writes a configuration of one read-only PostgreSQL database, reached as
+/// `role`, into `folder`; its path.
+std::string write_config(const ScratchFolder& folder, const TestRole& role) {
+  write_file(folder.path() / "config.json",
+             json{{"databases", json::array({json{{"label", "pg"},
+                                                  {"url", role.url},
+                                                  {"access", "read_only"},
+                                                  {"limits", {{"statement_timeout_ms", 120000}}}}})},
+                  {"log", {{"path", "operator.log"}}}}
+                 .dump());
+  return (folder.path() / "config.json").string();
+}
+
 }  // namespace
 
 TEST_CASE("the next rawtool with the same configuration ends what a SIGKILLed one left running, and nothing else",
@@ -105,17 +126,8 @@ TEST_CASE("the next rawtool with the same configuration ends what a SIGKILLed on
   if (!admin) return;
   TestRole role(*admin);
   ScratchFolder folder;
-  const std::filesystem::path runtime = folder.path() / "run";
-  std::filesystem::create_directory(runtime);
-  std::filesystem::permissions(runtime, std::filesystem::perms::owner_all);
-  write_file(folder.path() / "config.json",
-             json{{"databases", json::array({json{{"label", "pg"},
-                                                  {"url", role.url},
-                                                  {"access", "read_only"},
-                                                  {"limits", {{"statement_timeout_ms", 120000}}}}})},
-                  {"log", {{"path", "operator.log"}}}}
-                 .dump());
-  const std::string config = (folder.path() / "config.json").string();
+  const std::filesystem::path runtime = private_runtime(folder);
+  const std::string config = write_config(folder, role);
   const std::string tag = role.name;  // makes the application names this test's own
 
   // A session of the same role that no rawtool started.
@@ -162,17 +174,8 @@ TEST_CASE("a backend whose pid matches a record but whose start does not is not 
   if (!admin) return;
   TestRole role(*admin);
   ScratchFolder folder;
-  const std::filesystem::path runtime = folder.path() / "run";
-  std::filesystem::create_directory(runtime);
-  std::filesystem::permissions(runtime, std::filesystem::perms::owner_all);
-  write_file(folder.path() / "config.json",
-             json{{"databases", json::array({json{{"label", "pg"},
-                                                  {"url", role.url},
-                                                  {"access", "read_only"},
-                                                  {"limits", {{"statement_timeout_ms", 120000}}}}})},
-                  {"log", {{"path", "operator.log"}}}}
-                 .dump());
-  const std::string config = (folder.path() / "config.json").string();
+  const std::filesystem::path runtime = private_runtime(folder);
+  const std::string config = write_config(folder, role);
 
   // A session no rawtool started, whose pid a dead rawtool's record names
   // with another start (one microsecond off).
