@@ -88,6 +88,18 @@ rawtool::PostgresOptions pool_of(std::size_t size) {
   return options;
 }
 
+/// The connection-limit hazard `driver` reports when inspected; the test
+/// stops when it reports none.
+rawtool::Hazard connection_limit_hazard(rawtool::Driver& driver) {
+  auto inspected = driver.inspect();
+  REQUIRE(std::holds_alternative<rawtool::DatabaseReport>(inspected));
+  const auto& hazards = std::get<rawtool::DatabaseReport>(inspected).hazards;
+  const auto found = std::find_if(hazards.begin(), hazards.end(),
+                                  [](const rawtool::Hazard& h) { return h.kind == rawtool::HazardKind::connection_limit; });
+  REQUIRE(found != hazards.end());
+  return *found;
+}
+
 }  // namespace
 
 TEST_CASE("a statement that swallows its cancel is ended within its grace when the role has no room for another connection",
@@ -141,14 +153,9 @@ TEST_CASE("read-only mode reports and refuses a role whose connection limit leav
   LimitedRole role(*admin, room.limit);
   auto driver = rawtool::make_postgres_driver(role.url, pool_of(room.pool));
 
-  auto inspected = driver->inspect();
-  REQUIRE(std::holds_alternative<rawtool::DatabaseReport>(inspected));
-  const auto& hazards = std::get<rawtool::DatabaseReport>(inspected).hazards;
-  const auto found = std::find_if(hazards.begin(), hazards.end(),
-                                  [](const rawtool::Hazard& h) { return h.kind == rawtool::HazardKind::connection_limit; });
-  REQUIRE(found != hazards.end());
-  CHECK(found->refused);
-  CHECK(found->explanation.str().find(fmt::format("CONNECTION LIMIT is {}", room.limit)) != std::string::npos);
+  const rawtool::Hazard found = connection_limit_hazard(*driver);
+  CHECK(found.refused);
+  CHECK(found.explanation.str().find(fmt::format("CONNECTION LIMIT is {}", room.limit)) != std::string::npos);
 
   const rawtool::Outcome outcome = driver->execute(swallowing_block, {}, short_limits(), rawtool::AccessMode::read_only);
   const auto* refusal = std::get_if<rawtool::Refusal>(&outcome);
@@ -165,15 +172,10 @@ TEST_CASE("a limit with room for the pool and its reserve is reported with the r
   if (!admin) return;
   LimitedRole role(*admin, 9);
   auto driver = rawtool::make_postgres_driver(role.url, pool_of(2));
-  auto inspected = driver->inspect();
-  REQUIRE(std::holds_alternative<rawtool::DatabaseReport>(inspected));
-  const auto& hazards = std::get<rawtool::DatabaseReport>(inspected).hazards;
-  const auto found = std::find_if(hazards.begin(), hazards.end(),
-                                  [](const rawtool::Hazard& h) { return h.kind == rawtool::HazardKind::connection_limit; });
-  REQUIRE(found != hazards.end());
-  CHECK_FALSE(found->refused);
+  const rawtool::Hazard found = connection_limit_hazard(*driver);
+  CHECK_FALSE(found.refused);
   // 9 connections hold three processes of a pool of two and its reserve.
-  CHECK(found->explanation.str().find("room for 3 rawtool processes") != std::string::npos);
+  CHECK(found.explanation.str().find("room for 3 rawtool processes") != std::string::npos);
   CHECK(std::holds_alternative<rawtool::Rows>(driver->execute("SELECT 1", {}, short_limits(), rawtool::AccessMode::read_only)));
 }
 
