@@ -1,11 +1,14 @@
 #pragma once
 
+#include "untrusted_bytes.hpp"
+
 #include <rawtool/outcome.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <future>
+#include <string>
 #include <variant>
 
 namespace rawtool::test {
@@ -30,6 +33,14 @@ template <class T>
 T expect(Outcome&& outcome) {
   expect<T>(static_cast<const Outcome&>(outcome));
   return std::get<T>(std::move(outcome));
+}
+
+/// The one cell a one-row, one-column answer holds, "NULL" for a null.
+inline std::string cell(const Outcome& outcome) {
+  const Rows& rows = expect<Rows>(outcome);
+  REQUIRE(rows.rows.size() == 1);
+  REQUIRE(rows.rows[0].size() == 1);
+  return rows.rows[0][0] ? bytes_of(*rows.rows[0][0]) : std::string("NULL");
 }
 
 inline RefusalReason refusal_reason(const Outcome& outcome) { return expect<Refusal>(outcome).reason; }

@@ -26,6 +26,7 @@ using rawtool::Limits;
 using rawtool::Outcome;
 using rawtool::RefusalReason;
 using rawtool::test::bytes_of;
+using rawtool::test::cell;
 using rawtool::test::expect;
 using rawtool::test::pg_admin;
 using rawtool::test::pg_url;
@@ -71,14 +72,6 @@ std::vector<std::string> names_of(const Hazard& hazard) {
 
 Outcome run(rawtool::Driver& driver, std::string_view sql, AccessMode mode = AccessMode::read_only) {
   return driver.execute(sql, {}, Limits{}, mode);
-}
-
-/// The one cell a one-row, one-column answer holds.
-std::string cell(const Outcome& outcome) {
-  const rawtool::Rows& rows = expect<rawtool::Rows>(outcome);
-  REQUIRE(rows.rows.size() == 1);
-  REQUIRE(rows.rows[0].size() == 1);
-  return rows.rows[0][0] ? bytes_of(*rows.rows[0][0]) : std::string("NULL");
 }
 
 }  // namespace

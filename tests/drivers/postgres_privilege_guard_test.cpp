@@ -27,6 +27,7 @@ using rawtool::Outcome;
 using rawtool::RefusalReason;
 using rawtool::Rows;
 using rawtool::test::bytes_of;
+using rawtool::test::cell;
 using rawtool::test::expect;
 using rawtool::test::pg_admin;
 using rawtool::test::pg_url;
@@ -37,13 +38,6 @@ constexpr const char* login_role = "guard_login";
 
 Outcome run(rawtool::Driver& driver, const std::string& sql) {
   return driver.execute(sql, {}, Limits{}, AccessMode::read_only);
-}
-
-std::string cell(const Outcome& outcome) {
-  const Rows& rows = expect<Rows>(outcome);
-  REQUIRE(rows.rows.size() == 1);
-  REQUIRE(rows.rows[0].size() == 1);
-  return rows.rows[0][0] ? bytes_of(*rows.rows[0][0]) : std::string("NULL");
 }
 
 /// The test's roles: the login role the driver connects as, a superuser

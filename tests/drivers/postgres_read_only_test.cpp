@@ -24,18 +24,12 @@ using rawtool::Limits;
 using rawtool::Outcome;
 using rawtool::Rows;
 using rawtool::test::bytes_of;
+using rawtool::test::cell;
 using rawtool::test::expect;
 using rawtool::test::pg_admin;
 using rawtool::test::pg_url;
 
 namespace {
-
-std::string cell(const Outcome& outcome) {
-  const Rows& rows = expect<Rows>(outcome);
-  REQUIRE(rows.rows.size() == 1);
-  REQUIRE(rows.rows[0].size() == 1);
-  return rows.rows[0][0] ? bytes_of(*rows.rows[0][0]) : std::string("NULL");
-}
 
 /// What the next call's session looks like, read through the driver itself.
 struct SessionState {
