@@ -342,10 +342,22 @@ TEST_CASE("check-config --connect names tokens of different scopes that connect 
   if (!url) return;
   const auto reader = pg_url(true);
   if (!reader) return;
-  const char* socket_dir = std::getenv("RAWTOOL_TEST_PG_DIR");
-  const char* port = std::getenv("RAWTOOL_TEST_PG_PORT");
-  REQUIRE(socket_dir != nullptr);
-  REQUIRE(port != nullptr);
+  // The server's socket folder where .ci/pg-start made it; elsewhere (the
+  // container stage) the reader URL's host and port.
+  std::string host_text = std::getenv("RAWTOOL_TEST_PG_DIR") != nullptr ? std::getenv("RAWTOOL_TEST_PG_DIR") : "";
+  std::string port_text = std::getenv("RAWTOOL_TEST_PG_PORT") != nullptr ? std::getenv("RAWTOOL_TEST_PG_PORT") : "";
+  if (host_text.empty() || port_text.empty()) {
+    const std::size_t at = reader->find('@');
+    const std::size_t slash = reader->find('/', at);
+    REQUIRE((at != std::string::npos && slash != std::string::npos));
+    const std::string host_port = reader->substr(at + 1, slash - at - 1);
+    const std::size_t colon = host_port.rfind(':');
+    REQUIRE(colon != std::string::npos);
+    host_text = host_port.substr(0, colon);
+    port_text = host_port.substr(colon + 1);
+  }
+  const char* socket_dir = host_text.c_str();
+  const char* port = port_text.c_str();
   const std::string drop =
       "DO $$BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'cli_shared_other') THEN "
       "DROP OWNED BY cli_shared_other; DROP ROLE cli_shared_other; END IF; END$$";
