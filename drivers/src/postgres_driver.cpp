@@ -13,7 +13,8 @@
 //
 //   read-only:  [set_config(timeouts, session) · Sync]   only when they changed
 //               BEGIN READ ONLY · guard · <statement> ·
-//               ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
+//               guard · ROLLBACK · DEALLOCATE ALL · Sync
+//               (the guard also calls pg_advisory_unlock_all(); see below)
 //   through a pooler:
 //               BEGIN READ ONLY · pg_backend_pid(), set_config(timeouts, local), guard · Flush ·
 //               <statement> · ROLLBACK · pg_advisory_unlock_all() · DEALLOCATE ALL · Sync
@@ -38,6 +39,24 @@
 // of the segment, statement included, and the call is answered with the
 // audit, asked again at once (detail::SessionAudit::guard says what it
 // covers, and postgres_audit.cpp what waits for the next audit).
+//
+// Parsing and planning the guard would cost a read-only SELECT 1 about half
+// again its time (tests/bench/drivers: select1_pipe_guarded), so on a direct
+// connection it stays prepared from one call to the next, and is only bound
+// and run. It is kept as the session's unnamed prepared statement, the one
+// statement SQL cannot reach: PREPARE, DEALLOCATE (ALL) and EXECUTE take only
+// names, which a statement's dynamic SQL can use to put its own statement in
+// place of any named one. Every other statement of the call is therefore sent
+// under a name and parsed afresh (a Parse of a name the statement prepared
+// fails, which stops the segment before anything runs under it), and DEALLOCATE
+// ALL drops them all with whatever the statement prepared. The guard's query
+// also releases the advisory locks: run again after the statement, before
+// ROLLBACK, it is the cleanup's unlock, with no parsing either. Anything else
+// sent on the connection (the audit, describe, a type lookup, the cleanup sent
+// again after a failure, the preamble) replaces the unnamed statement; the
+// guard is parsed again on the next call (guard_kept_ says when it need not
+// be). Through a pooler nothing of this applies: the guard is a column of the
+// timeouts' query.
 //
 // In read-only mode everything the statement can do to the session is undone
 // by ROLLBACK (settings, SET ROLE, cursors, LISTEN: all transactional; nothing
@@ -351,6 +370,7 @@ public:
                                                                        AccessMode mode) override;
 
   std::variant<DatabaseReport, Unavailable> inspect() override {
+    guard_kept_ = false;
     if (auto unavailable = connect()) return std::move(*unavailable);
     std::optional<detail::SessionAudit> audit = detail::audit_session(conn_, options_.refuse_hazards);
     if (!audit) {
@@ -404,8 +424,9 @@ private:
   bool expect_sync();
   /// Queues ROLLBACK, pg_advisory_unlock_all() and DEALLOCATE ALL: what undoes
   /// everything a read-only statement can leave behind (see the file comment).
-  bool send_read_only_cleanup();
-  static constexpr int read_only_cleanup_queries = 3;
+  bool send_read_only_cleanup(const Call& call);
+  /// Reads what send_read_only_cleanup queued; false when any part failed.
+  bool drain_read_only_cleanup(const Call& call);
   /// Where a statement can prepare its transaction, the read-only transaction
   /// answers when it began (see ended_transaction_refusal).
   [[nodiscard]] bool finds_prepared_transactions() const { return audit_ && audit_->prepared_transactions; }
@@ -429,6 +450,14 @@ private:
   /// holds a large buffer.
   Outcome finish(Call& call, Outcome outcome, bool read_only);
   bool send_text(const char* text);
+  /// Queues a statement of the wrapping: under `name` (Parse, then Bind and
+  /// Execute) when the call is `named`, as the unnamed statement otherwise.
+  bool send_wrapping(const Call& call, const char* name, const char* text);
+  /// Reads what send_wrapping queued; false when any part failed.
+  bool drain_wrapping(const Call& call);
+  /// The first result of the statement send_statement queued (for a named
+  /// call, the Parse's failure when it failed).
+  Result next_statement_result(const Call& call);
   /// Queues BEGIN READ ONLY and the query that sets the call's timeouts in it.
   bool send_transaction_start(const Call& call);
   /// Reads what send_transaction_start queued, keeping the server process and
@@ -444,7 +473,9 @@ private:
   /// Reads the timeouts' preamble, if it was sent; false when it failed.
   bool read_timeouts(Call& call);
   Unavailable broken_connection_or_stop();
-  void name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
+  /// Names the columns' types, asking the server for those not yet known;
+  /// true when it asked.
+  bool name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
   Unavailable broken_connection();
   /// The refusal read-only mode answers with on this connection, if any: the
   /// session's audit, asked when it is missing or older than audit_lifetime.
@@ -487,6 +518,12 @@ private:
   /// through a pooler, and when not connected.
   std::unique_ptr<detail::RecordedBackend> recorded_;
   Clock::time_point audited_at_{};
+  /// The session's unnamed prepared statement is the guard, left there by the
+  /// last read-only call (see the file comment). Set only at the end of a
+  /// call whose pipeline left it so and that sent nothing after it; every
+  /// other use of the connection (an audit, describe, inspect, a reconnect)
+  /// may replace that statement and clears this first.
+  bool guard_kept_ = false;
   std::unique_ptr<Session> session_;
   PGconn* conn_ = nullptr;
 
@@ -571,6 +608,7 @@ void PostgresDriver::disconnect() noexcept {
   }
   session_.reset();
   conn_ = nullptr;
+  guard_kept_ = false;
   // Closed while idle, its server process ends on its own; one that may run
   // on was kept (RecordedBackend::keep) before this.
   recorded_.reset();
@@ -685,14 +723,6 @@ bool PostgresDriver::drain_queries(int count) {
   bool ok = true;
   for (int i = 0; i < count; ++i) ok = drain_query() && ok;
   return ok;
-}
-
-bool PostgresDriver::send_read_only_cleanup() {
-  bool sent = true;
-  for (const char* text : {"ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()", "DEALLOCATE ALL"}) {
-    sent = sent && PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
-  }
-  return sent;
 }
 
 bool PostgresDriver::expect_sync() {
@@ -896,14 +926,15 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
   return std::move(budget).take();
 }
 
-void PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<Oid>& oids) {
+bool PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<Oid>& oids) {
   std::vector<Oid> unknown;
   for (Oid oid : oids) {
     if (!type_names_.contains(oid) && std::find(unknown.begin(), unknown.end(), oid) == unknown.end()) {
       unknown.push_back(oid);
     }
   }
-  if (!unknown.empty() && PQstatus(conn_) == CONNECTION_OK) {
+  const bool ask = !unknown.empty() && PQstatus(conn_) == CONNECTION_OK;
+  if (ask) {
     std::string list = "{";
     for (Oid oid : unknown) list += fmt::format("{}{}", list.size() > 1 ? "," : "", oid);
     list += "}";
@@ -924,6 +955,7 @@ void PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<
     const auto found = type_names_.find(oids[c]);
     if (found != type_names_.end()) columns[c].type_name = found->second;
   }
+  return ask;
 }
 
 /// Parameters as libpq takes them: text with a type, or NULL. Values are
@@ -973,6 +1005,7 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
                                                                                      AccessMode /*mode*/) {
   // Read-only or not, nothing here runs the statement, so the mode changes
   // nothing: the transaction is READ ONLY and rolled back either way.
+  guard_kept_ = false;
   if (sql.find('\0') != std::string_view::npos) {
     return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
   }
@@ -1132,6 +1165,14 @@ struct PostgresDriver::Call {
   /// The guard failed: the statement did not run, and the call is answered by
   /// the audit, asked again (see execute).
   bool guard_tripped = false;
+  /// The guard runs as the session's unnamed prepared statement and every
+  /// other statement of the pipeline is sent under a name of its own, so that
+  /// it stays there for the next call (see the file comment): a guarded
+  /// read-only call on a direct connection.
+  bool named = false;
+  /// On entry: the guard is already the unnamed statement, and is only bound
+  /// and run. On return from run_read_only: the pipeline left it there.
+  bool guard_kept = false;
 };
 
 bool PostgresDriver::end_backend(int pid) {
@@ -1253,10 +1294,44 @@ bool PostgresDriver::send_text(const char* text) {
   return PQsendQueryParams(conn_, text, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
 }
 
+bool PostgresDriver::send_wrapping(const Call& call, const char* name, const char* text) {
+  if (!call.named) return send_text(text);
+  return PQsendPrepare(conn_, name, text, 0, nullptr) == 1 &&
+         PQsendQueryPrepared(conn_, name, 0, nullptr, nullptr, nullptr, 0) == 1;
+}
+
+bool PostgresDriver::drain_wrapping(const Call& call) {
+  const bool parsed = !call.named || drain_query();
+  return drain_query() && parsed;
+}
+
+bool PostgresDriver::send_read_only_cleanup(const Call& call) {
+  if (!call.named) {
+    return send_text("ROLLBACK") && send_text("SELECT pg_catalog.pg_advisory_unlock_all()") && send_text("DEALLOCATE ALL");
+  }
+  // The kept statement releases the advisory locks (and runs the guard again,
+  // which costs it nothing): bound, not parsed or planned. It runs before
+  // ROLLBACK, so that when it fails the transaction is left in error, as by a
+  // failed statement, and the cleanup is sent again (see run_read_only).
+  return PQsendQueryPrepared(conn_, "", 0, nullptr, nullptr, nullptr, 0) == 1 &&
+         send_wrapping(call, "rawtool_rollback", "ROLLBACK") && send_wrapping(call, "rawtool_deallocate", "DEALLOCATE ALL");
+}
+
+bool PostgresDriver::drain_read_only_cleanup(const Call& call) {
+  if (!call.named) return drain_queries(3);
+  const bool unlocked = drain_query();
+  const bool rolled_back = drain_wrapping(call);
+  return drain_wrapping(call) && rolled_back && unlocked;
+}
+
 bool PostgresDriver::send_transaction_start(const Call& call) {
-  if (!send_text("BEGIN READ ONLY")) return false;
+  if (!send_wrapping(call, "rawtool_begin", "BEGIN READ ONLY")) return false;
   if (!call.pooled) {
-    return !call.guarded || send_text(call.guard.c_str());
+    if (!call.guarded) return true;
+    // Kept: bound and run only, with no parsing or planning (the unnamed
+    // statement, which no SQL can replace: see the file comment).
+    if (call.guard_kept) return PQsendQueryPrepared(conn_, "", 0, nullptr, nullptr, nullptr, 0) == 1;
+    return send_text(call.guard.c_str());
   }
   // The server holds its replies until the Sync, so a statement that never
   // ends would keep its process ID from us without the flush.
@@ -1274,12 +1349,31 @@ int PostgresDriver::statement_backend(const Call& call, bool read_only) const {
 }
 
 bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
-  return PQsendQueryParams(conn_, text.c_str(), static_cast<int>(call.bound.values.size()), call.bound.types.data(),
-                           call.bound.values.data(), nullptr, nullptr, 0) == 1;
+  const int count = static_cast<int>(call.bound.values.size());
+  if (!call.named) {
+    return PQsendQueryParams(conn_, text.c_str(), count, call.bound.types.data(), call.bound.values.data(), nullptr,
+                             nullptr, 0) == 1;
+  }
+  return PQsendPrepare(conn_, "rawtool_statement", text.c_str(), count, call.bound.types.data()) == 1 &&
+         PQsendQueryPrepared(conn_, "rawtool_statement", count, call.bound.values.data(), nullptr, nullptr, 0) == 1;
+}
+
+Result PostgresDriver::next_statement_result(const Call& call) {
+  if (call.named) {
+    // The Parse's own result comes first. Its failure (a syntax error, an
+    // unknown table) is the statement's: returned, and the skipped Bind's
+    // results follow, for the caller to drain as the statement's.
+    Result failed;
+    while (Result parsed = next_result()) {
+      if (PQresultStatus(parsed.get()) == PGRES_FATAL_ERROR && failed == nullptr) failed = std::move(parsed);
+    }
+    if (failed != nullptr) return failed;
+  }
+  return next_result();
 }
 
 bool PostgresDriver::read_transaction_start(Call& call) {
-  bool ok = drain_query();  // BEGIN READ ONLY
+  bool ok = drain_wrapping(call);  // BEGIN READ ONLY
   if (!call.pooled && !call.guarded) return ok;
   bool answered = false;
   while (Result result = next_result()) {
@@ -1306,7 +1400,8 @@ bool PostgresDriver::read_timeouts(Call& call) {
 
 // Read-only: one pipeline, one Sync, one round trip:
 //   [set_config(timeouts) · Sync]  BEGIN READ ONLY · guard · DECLARE cursor FOR
-//   <statement> · FETCH max_rows + 1 · ROLLBACK · unlock · DEALLOCATE ALL · Sync
+//   <statement> · FETCH max_rows + 1 · guard · ROLLBACK · DEALLOCATE ALL · Sync
+// (the guard kept as the unnamed statement, the rest named: see the file comment)
 // (through a pooler: no session timeouts; after BEGIN READ ONLY, the query
 // that sets them local to the transaction and runs the guard, and a Flush).
 // Through the cursor the server makes only the rows the cap can use, where the
@@ -1321,8 +1416,8 @@ Outcome PostgresDriver::run_read_only(Call& call) {
 
   bool sent = PQenterPipelineMode(conn_) == 1;
   if (call.set_timeouts) sent = sent && send_text(call.timeouts.c_str()) && PQpipelineSync(conn_) == 1;
-  sent = sent && send_transaction_start(call) && send_statement(call, declare) && send_text(fetch.c_str()) &&
-         send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
+  sent = sent && send_transaction_start(call) && send_statement(call, declare) &&
+         send_wrapping(call, "rawtool_fetch", fetch.c_str()) && send_read_only_cleanup(call) && PQpipelineSync(conn_) == 1;
   if (!sent) return broken_connection();
 
   call.clean = read_timeouts(call);
@@ -1331,9 +1426,9 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   std::optional<Outcome> outcome;
   if (call.guard_tripped) {
     // Nothing of the statement ran; execute() answers with the audit.
-    drain_query();  // the DECLARE, aborted with the segment
+    drain_wrapping(call);  // the DECLARE, aborted with the segment
     outcome = guard_refusal();
-  } else if (Result declared = next_result(); declared != nullptr) {
+  } else if (Result declared = next_statement_result(call); declared != nullptr) {
     const ExecStatusType status = PQresultStatus(declared.get());
     if (status == PGRES_FATAL_ERROR && declare_refused_statement(declared.get()) && stop_ == Stop::none &&
         !cancel_requested_.load()) {
@@ -1351,28 +1446,33 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     }
   }
   if (as_cursor && !outcome) {
+    if (call.named) drain_query();  // the FETCH's Parse
     outcome = read_statement(call.limits, call.started, true);  // the FETCH
   } else {
-    drain_query();  // the FETCH, skipped after the failed DECLARE
+    drain_wrapping(call);  // the FETCH, skipped after the failed DECLARE
   }
   notices_ = &call.wrapping;
   if (!as_cursor) {
     // Nothing of the statement ran: the DECLARE failed before planning. The
     // cleanup was skipped with the rest of the segment; the ROLLBACK that
-    // opens the next one ends the failed transaction.
-    drain_queries(read_only_cleanup_queries);
+    // opens the next one ends the failed transaction. That segment is sent
+    // unnamed, guard included (parsed again): the statement that is not a
+    // query stays the unnamed one.
+    drain_read_only_cleanup(call);
     if (!expect_sync()) return broken_connection_or_stop();
+    call.named = false;
+    call.guard_kept = false;
     call.notices = NoticeSink{};
     call.notices.budget = call.limits.max_notice_bytes;
     call.wrapping = NoticeSink{};
     notices_ = &call.notices;
     sent = send_text("ROLLBACK") && send_transaction_start(call) && send_statement(call, call.statement) &&
-           send_read_only_cleanup() && PQpipelineSync(conn_) == 1;
+           send_read_only_cleanup(call) && PQpipelineSync(conn_) == 1;
     if (!sent) return broken_connection();
     call.clean = drain_query() && call.clean;  // ROLLBACK
     call.clean = read_transaction_start(call) && call.clean;
     if (call.guard_tripped) {
-      drain_query();  // the statement, aborted with the segment
+      drain_query();  // the statement, aborted with the segment (unnamed here)
       outcome = guard_refusal();
     } else {
       outcome = read_statement(call.limits, call.started, false);
@@ -1382,16 +1482,22 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   // A statement that failed (or was cancelled) aborted the rest of its
   // segment, cleanup included, and left the transaction open in error: the
   // cleanup is sent again on its own. Only failures pay this round trip.
-  bool cleaned = drain_queries(read_only_cleanup_queries);
+  // Sent again unnamed: a name of the cleanup's may be one the statement
+  // prepared itself (its Parse then failed, which is what stopped the
+  // segment), and no prepared statement is run that this call did not
+  // parse. That replaces the guard as the unnamed statement.
+  bool cleaned = drain_read_only_cleanup(call);
   call.clean = expect_sync() && call.clean;
   if (!cleaned && stop_ == Stop::none) {
-    if (send_read_only_cleanup() && PQpipelineSync(conn_) == 1) {
-      cleaned = drain_queries(read_only_cleanup_queries) && expect_sync();
+    call.named = false;
+    if (send_read_only_cleanup(call) && PQpipelineSync(conn_) == 1) {
+      cleaned = drain_read_only_cleanup(call) && expect_sync();
     } else {
       stop_ = Stop::broken;
     }
   }
   call.clean = cleaned && call.clean;
+  call.guard_kept = call.named && call.clean && !call.guard_tripped;
   return std::move(*outcome);
 }
 
@@ -1470,12 +1576,17 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   if (auto* refusal = std::get_if<Refusal>(&bound_or_refusal)) return std::move(*refusal);
 
   if (auto unavailable = connect()) return std::move(*unavailable);
+  // Whatever this call does, the guard is the unnamed statement afterwards
+  // only if finish() says so.
+  bool guard_kept = std::exchange(guard_kept_, false);
   const bool read_only = mode == AccessMode::read_only;
   if (read_only) {
+    const Clock::time_point audited = audited_at_;
     if (auto refusal = audit_refusal()) {
       if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
       return std::move(*refusal);
     }
+    if (audited_at_ != audited) guard_kept = false;  // the audit's queries replaced it, and the guard may differ
   }
   if (auto refusal = reserve_refusal()) return std::move(*refusal);
 
@@ -1494,7 +1605,9 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
             .transaction_started = {},
             .guarded = false,
             .guard = {},
-            .guard_tripped = false};
+            .guard_tripped = false,
+            .named = false,
+            .guard_kept = false};
   // Through a pooler the read-only timeouts are local to the transaction, so
   // that no setting outlives the call on whichever server connection ran it;
   // elsewhere they are the session's, sent only when they change, which
@@ -1502,8 +1615,17 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // against select1_pipe_full_local_timeouts).
   call.pooled = read_only && through_pooler();
   call.guarded = read_only && !options_.allow_privileged_read_only && audit_.has_value();
-  if (call.guarded && !call.pooled) call.guard = fmt::format("SELECT {}", audit_->guard);
+  // Kept as the unnamed statement, the guard also releases the advisory
+  // locks at the end of the call (see send_read_only_cleanup).
+  if (call.guarded && !call.pooled) {
+    call.guard = fmt::format("SELECT pg_catalog.pg_advisory_unlock_all(), {}", audit_->guard);
+  }
   call.set_timeouts = !call.pooled && session_timeouts_ != call.wanted;
+  // A pooler may not keep named statements, nor run a transaction's
+  // statements where the last one ran. The timeouts' preamble replaces the
+  // unnamed statement.
+  call.named = call.guarded && !call.pooled;
+  call.guard_kept = call.named && guard_kept && !call.set_timeouts;
   if (call.pooled || call.set_timeouts || !read_only) {
     const std::string_view local = call.pooled ? "true" : "false";
     call.timeouts = fmt::format(
@@ -1634,7 +1756,9 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     disconnect();
     return outcome;
   }
+  bool queried_after = false;
   if (!call.clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
+    queried_after = true;
     session_timeouts_.reset();  // DISCARD ALL resets them
     Result rollback(PQexec(conn_, "ROLLBACK"));
     Result discard(PQexec(conn_, "DISCARD ALL"));
@@ -1643,6 +1767,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     }
   }
   if (ended_transaction) {
+    queried_after = true;
     Refusal violation = ended_transaction_refusal(call);
     // The database's own failure (a PREPARE TRANSACTION the server refused)
     // stays its reply; anything else the statement produced is replaced.
@@ -1650,9 +1775,12 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
   }
   if (largest_message_ > keep_connection_below_bytes) disconnect();  // gives libpq's input buffer back
   if (auto* rows = std::get_if<Rows>(&outcome); rows != nullptr && conn_ != nullptr) {
-    name_types(rows->columns, column_types_);
+    queried_after = name_types(rows->columns, column_types_) || queried_after;
   }
   if (call.give_up_connection) disconnect();  // after the types are named, on this connection
+  // Nothing was sent after the pipeline (a reset, the prepared-transaction
+  // lookup, type names), so the guard it left is still the unnamed statement.
+  guard_kept_ = call.guard_kept && !queried_after && conn_ != nullptr;
   if (cancel_requested_.load() && !std::holds_alternative<Failure>(outcome) && !std::holds_alternative<Refusal>(outcome)) {
     return refuse(RefusalReason::cancelled, "The statement was cancelled.");
   }

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -164,7 +165,110 @@ void check_every_family(rawtool::Driver& driver, const std::string& url) {
   remove_files();
 }
 
+/// What a session holds after a call, as the next call sees it: its
+/// transaction's access mode, the prepared statements its SQL made, and its
+/// advisory locks.
+std::string session_left(rawtool::Driver& driver) {
+  const Outcome outcome = run(driver,
+                              "SELECT current_setting('transaction_read_only') || ' ' || (SELECT count(*) FROM "
+                              "pg_prepared_statements WHERE from_sql) || ' ' || (SELECT count(*) FROM pg_locks WHERE "
+                              "locktype = 'advisory' AND pid = pg_backend_pid())");
+  return cell(outcome);
+}
+
+/// Grants pg_signal_backend and expects the very next call refused, then revokes.
+void check_guard_trips(rawtool::Driver& driver) {
+  pg_admin("GRANT pg_signal_backend TO guard_login");
+  const Outcome outcome = run(driver, "SELECT 1");
+  const auto* refusal = std::get_if<rawtool::Refusal>(&outcome);
+  CHECK(refusal != nullptr);
+  if (refusal != nullptr) CHECK_THAT(refusal->explanation.str(), Catch::Contains("it can become pg_signal_backend"));
+  pg_admin("REVOKE pg_signal_backend FROM guard_login");
+  CHECK(cell(run(driver, "SELECT 1")) == "1");
+}
+
 }  // namespace
+
+TEST_CASE("a read-only statement that prepares statements under the wrapping's names gains nothing from it",
+          "[postgres][read_only]") {
+  // The guard stays prepared between calls, as the one statement SQL cannot
+  // name (the unnamed one); every other statement of the wrapping is parsed
+  // afresh under a name in each call. A statement's SQL can PREPARE and
+  // DEALLOCATE any name (here through a function that runs what it is given),
+  // while its query runs: between the wrapping's statements. Whatever it
+  // does, the next call still runs read-only, guarded, with no statement the
+  // SQL prepared and no advisory lock left.
+  const auto url = pg_url();
+  if (!url) return;
+  const Roles roles;
+  pg_admin(
+      "DROP FUNCTION IF EXISTS guard_exec(text[]); CREATE FUNCTION guard_exec(VARIADIC commands text[]) RETURNS int "
+      "LANGUAGE plpgsql AS $$DECLARE c text; BEGIN FOREACH c IN ARRAY commands LOOP EXECUTE c; END LOOP; "
+      "RETURN 1; END$$; GRANT EXECUTE ON FUNCTION guard_exec(text[]) TO guard_login");
+  auto driver = rawtool::make_postgres_driver(*url + "?user=" + login_role);
+  REQUIRE(cell(run(*driver, "SELECT 1")) == "1");
+  const std::string backend = cell(run(*driver, "SELECT pg_backend_pid()"));
+
+  const std::vector<std::string> wrapping = {"rawtool_begin", "rawtool_statement", "rawtool_fetch", "rawtool_rollback",
+                                             "rawtool_deallocate"};
+  std::vector<std::string> statements;
+  for (const std::string& name : wrapping) {
+    // Put in place of the wrapping's own (dropped first if there), or made
+    // before the wrapping parses it; each with an advisory lock to keep.
+    statements.push_back(fmt::format(
+        "SELECT guard_exec('SELECT pg_advisory_lock(4711)', 'DEALLOCATE ALL', 'PREPARE {} AS SELECT 1')", name));
+    statements.push_back(fmt::format(
+        "SELECT guard_exec('SELECT pg_advisory_lock(4711)', 'PREPARE {} AS SELECT pg_advisory_lock(4712)')", name));
+  }
+  statements.emplace_back("SELECT guard_exec('DEALLOCATE ALL')");
+  // A statement a cursor cannot hold runs unnamed, after the cursor's try.
+  statements.emplace_back(
+      "EXPLAIN SELECT guard_exec('SELECT pg_advisory_lock(4711)', 'PREPARE rawtool_begin AS SELECT 1')");
+  for (const std::string& statement : statements) {
+    INFO(statement);
+    run(*driver, statement);
+    // Seen from another session: nothing held once the call has returned.
+    CHECK(pg_admin("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = " + backend) == "0");
+    CHECK(session_left(*driver) == "on 0 0");
+  }
+  check_guard_trips(*driver);
+  pg_admin("DROP FUNCTION guard_exec(text[])");
+}
+
+TEST_CASE("the guard kept between calls is prepared again after anything else used the connection",
+          "[postgres][read_only]") {
+  // Whatever else runs on the connection (describe, a type looked up by
+  // name, changed time limits, a failure, a statement a cursor cannot hold)
+  // replaces the unnamed statement: the next call parses the guard again,
+  // runs, and is still guarded.
+  const auto url = pg_url();
+  if (!url) return;
+  const Roles roles;
+  auto driver = rawtool::make_postgres_driver(*url + "?user=" + login_role);
+  // The first call looks its column's type up by name; the second keeps the guard.
+  REQUIRE(cell(run(*driver, "SELECT 1")) == "1");
+  REQUIRE(cell(run(*driver, "SELECT 1")) == "1");
+  const std::vector<std::function<void()>> others = {
+      [&] { CHECK(std::holds_alternative<rawtool::StatementShape>(driver->describe("SELECT 1", {}, AccessMode::read_only))); },
+      [&] { CHECK(cell(run(*driver, "SELECT 1::numeric(3, 1)")) == "1.0"); },
+      [&] { CHECK(cell(run(*driver, "SELECT '2020-01-02'::date")) == "2020-01-02"); },
+      [&] {
+        Limits limits;
+        limits.statement_timeout = std::chrono::milliseconds(4321);
+        CHECK(cell(driver->execute("SHOW statement_timeout", {}, limits, AccessMode::read_only)) == "4321ms");
+      },
+      [&] { CHECK(std::holds_alternative<rawtool::Failure>(run(*driver, "SELECT 1 / 0"))); },
+      [&] { CHECK(std::holds_alternative<rawtool::Rows>(run(*driver, "SHOW search_path"))); },
+      [&] { CHECK(std::holds_alternative<rawtool::DatabaseReport>(driver->inspect())); },
+  };
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    INFO("other use " << i);
+    others[i]();
+    CHECK(cell(run(*driver, "SELECT 2")) == "2");
+    CHECK(cell(run(*driver, "SELECT 3")) == "3");
+  }
+  check_guard_trips(*driver);
+}
 
 TEST_CASE("a role granted since the audit is refused before its next read-only statement runs, until it is revoked",
           "[postgres][read_only]") {

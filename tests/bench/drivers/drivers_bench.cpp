@@ -29,6 +29,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -136,10 +137,11 @@ void select1_bare_libpq_wrapped(benchmark::State& state) {
 }
 
 /// One pipeline of segments, each a list of statements ended by a Sync, sent
-/// at once and read to the last Sync. With `prepared`, every statement but
-/// the SELECT 1 is prepared once under a name before the loop and sent as
+/// at once and read to the last Sync. A statement whose text is in
+/// `prepare` is prepared once under a name before the loop and sent as
 /// Bind/Execute only.
-void run_pipeline(benchmark::State& state, const std::vector<std::vector<const char*>>& segments, bool prepared = false) {
+void run_pipeline(benchmark::State& state, const std::vector<std::vector<const char*>>& segments,
+                  const std::vector<std::string_view>& prepare = {}) {
   Connection connection = connect_bare(state);
   PGconn* conn = connection.get();
   std::vector<std::vector<std::string>> names(segments.size());
@@ -147,7 +149,7 @@ void run_pipeline(benchmark::State& state, const std::vector<std::vector<const c
   for (std::size_t s = 0; s < segments.size(); ++s) {
     for (const char* sql : segments[s]) {
       std::string name;
-      if (prepared && std::string_view(sql) != "SELECT 1") {
+      if (std::find(prepare.begin(), prepare.end(), std::string_view(sql)) != prepare.end()) {
         name = "bench_" + std::to_string(counter++);
         Result made(PQprepare(conn, name.c_str(), sql, 0, nullptr), &PQclear);
         if (PQresultStatus(made.get()) != PGRES_COMMAND_OK) state.SkipWithError("prepare failed");
@@ -219,14 +221,40 @@ void select1_pipe_one_sync_discard_all(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1", "ROLLBACK", "DISCARD ALL"}});
 }
 /// What parsing and planning the wrapping costs the server, measured only:
-/// the driver cannot keep named statements. DEALLOCATE ALL, which it needs
+/// the driver cannot keep named statements (it keeps one, the guard, as the
+/// unnamed statement, which SQL cannot name: see postgres_driver.cpp). DEALLOCATE ALL, which it needs
 /// because a read-only statement's dynamic SQL can PREPARE (and that outlives
 /// ROLLBACK), would drop them every call; and without it, dynamic SQL could
 /// DEALLOCATE a named wrapping statement and PREPARE another under its name,
 /// so that the next call's "BEGIN READ ONLY" runs the caller's SQL instead.
 void select1_pipe_full_prepared(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY", "SELECT 1"}, {"ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"}},
-               true);
+               {"BEGIN READ ONLY", "ROLLBACK", "SELECT pg_catalog.pg_advisory_unlock_all()"});
+}
+
+/// A guard as the driver builds it (postgres_audit.cpp): the session user's
+/// membership in each role read-only mode refuses, by OID.
+std::string guard_query(benchmark::State& state) {
+  Connection connection = connect_bare(state);
+  Result roles(PQexec(connection.get(),
+                      "SELECT (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = session_user), oid FROM "
+                      "pg_catalog.pg_roles WHERE rolsuper OR rolreplication OR rolname IN ('pg_read_server_files', "
+                      "'pg_write_server_files', 'pg_execute_server_program', 'pg_signal_backend')"),
+               &PQclear);
+  std::string checks;
+  for (int row = 0; row < PQntuples(roles.get()); ++row) {
+    checks += std::string(checks.empty() ? "" : " OR ") + "pg_catalog.pg_has_role(" + PQgetvalue(roles.get(), row, 0) +
+              "::pg_catalog.oid, " + PQgetvalue(roles.get(), row, 1) + "::pg_catalog.oid, 'MEMBER'::pg_catalog.text)";
+  }
+  return "SELECT 1 OPERATOR(pg_catalog./) CASE WHEN " + checks + " THEN 0 ELSE 1 END";
+}
+
+/// The read-only wrapping with the guard parsed and planned in every call:
+/// what keeping it prepared saves (select1_driver_read_only keeps it).
+void select1_pipe_guarded(benchmark::State& state) {
+  const std::string guard = guard_query(state);
+  run_pipeline(state, {{"BEGIN READ ONLY", guard.c_str(), "SELECT 1", "ROLLBACK",
+                        "SELECT pg_catalog.pg_advisory_unlock_all()", "DEALLOCATE ALL"}});
 }
 
 constexpr const char* set_timeouts =
@@ -348,6 +376,7 @@ BENCHMARK(select1_pipe_one_sync_unlock_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_one_sync_deallocate_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_one_sync_discard_all)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_full_prepared)->Unit(benchmark::kMicrosecond);
+BENCHMARK(select1_pipe_guarded)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_wrapping)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_without_fresh_check)->Unit(benchmark::kMicrosecond);
 BENCHMARK(select1_pipe_read_write_three_syncs)->Unit(benchmark::kMicrosecond);
