@@ -424,9 +424,11 @@ private:
   bool expect_sync();
   /// Queues ROLLBACK, pg_advisory_unlock_all() and DEALLOCATE ALL: what undoes
   /// everything a read-only statement can leave behind (see the file comment).
-  bool send_read_only_cleanup(const Call& call);
+  /// `again`: sent on its own after the first one was skipped, the
+  /// transaction in error.
+  bool send_read_only_cleanup(const Call& call, bool again = false);
   /// Reads what send_read_only_cleanup queued; false when any part failed.
-  bool drain_read_only_cleanup(const Call& call);
+  bool drain_read_only_cleanup(const Call& call, bool again = false);
   /// Where a statement can prepare its transaction, the read-only transaction
   /// answers when it began (see ended_transaction_refusal).
   [[nodiscard]] bool finds_prepared_transactions() const { return audit_ && audit_->prepared_transactions; }
@@ -1305,23 +1307,28 @@ bool PostgresDriver::drain_wrapping(const Call& call) {
   return drain_query() && parsed;
 }
 
-bool PostgresDriver::send_read_only_cleanup(const Call& call) {
+bool PostgresDriver::send_read_only_cleanup(const Call& call, bool again) {
   if (!call.named) {
     return send_text("ROLLBACK") && send_text("SELECT pg_catalog.pg_advisory_unlock_all()") && send_text("DEALLOCATE ALL");
   }
   // The kept statement releases the advisory locks (and runs the guard again,
   // which costs it nothing): bound, not parsed or planned. It runs before
   // ROLLBACK, so that when it fails the transaction is left in error, as by a
-  // failed statement, and the cleanup is sent again (see run_read_only).
-  return PQsendQueryPrepared(conn_, "", 0, nullptr, nullptr, nullptr, 0) == 1 &&
-         send_wrapping(call, "rawtool_rollback", "ROLLBACK") && send_wrapping(call, "rawtool_deallocate", "DEALLOCATE ALL");
+  // failed statement, and the cleanup is sent again (see run_read_only); sent
+  // again, after ROLLBACK has ended that transaction.
+  const auto unlock = [&] { return PQsendQueryPrepared(conn_, "", 0, nullptr, nullptr, nullptr, 0) == 1; };
+  const auto rollback = [&] { return send_wrapping(call, "rawtool_rollback", "ROLLBACK"); };
+  return (again ? rollback() && unlock() : unlock() && rollback()) &&
+         send_wrapping(call, "rawtool_deallocate", "DEALLOCATE ALL");
 }
 
-bool PostgresDriver::drain_read_only_cleanup(const Call& call) {
+bool PostgresDriver::drain_read_only_cleanup(const Call& call, bool again) {
   if (!call.named) return drain_queries(3);
-  const bool unlocked = drain_query();
-  const bool rolled_back = drain_wrapping(call);
-  return drain_wrapping(call) && rolled_back && unlocked;
+  // Every part is read, whatever failed before it.
+  const bool first = again ? drain_wrapping(call) : drain_query();
+  const bool second = again ? drain_query() : drain_wrapping(call);
+  const bool deallocated = drain_wrapping(call);
+  return first && second && deallocated;
 }
 
 bool PostgresDriver::send_transaction_start(const Call& call) {
@@ -1482,16 +1489,14 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   // A statement that failed (or was cancelled) aborted the rest of its
   // segment, cleanup included, and left the transaction open in error: the
   // cleanup is sent again on its own. Only failures pay this round trip.
-  // Sent again unnamed: a name of the cleanup's may be one the statement
-  // prepared itself (its Parse then failed, which is what stopped the
-  // segment), and no prepared statement is run that this call did not
-  // parse. That replaces the guard as the unnamed statement.
+  // Its named statements are parsed again (their Parse was skipped with the
+  // segment); if one fails, as when the statement prepared that name itself,
+  // the session is reset by finish().
   bool cleaned = drain_read_only_cleanup(call);
   call.clean = expect_sync() && call.clean;
   if (!cleaned && stop_ == Stop::none) {
-    call.named = false;
-    if (send_read_only_cleanup(call) && PQpipelineSync(conn_) == 1) {
-      cleaned = drain_read_only_cleanup(call) && expect_sync();
+    if (send_read_only_cleanup(call, true) && PQpipelineSync(conn_) == 1) {
+      cleaned = drain_read_only_cleanup(call, true) && expect_sync();
     } else {
       stop_ = Stop::broken;
     }
