@@ -5,6 +5,7 @@
 #include "process.hpp"
 
 #include "oracle.hpp"
+#include "pg_url.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -404,12 +405,9 @@ TEST_CASE("rawtool mcp speaks only JSON-RPC on stdout and exits 0 when stdin clo
 }
 
 TEST_CASE("query reaches PostgreSQL through --db and through RAWTOOL_DATABASE_URL", "[cli][postgres]") {
-  const char* url = std::getenv("RAWTOOL_TEST_PG_READER_URL");
-  if (url == nullptr || *url == '\0') {
-    if (std::getenv("RAWTOOL_REQUIRE_PG") != nullptr) FAIL("RAWTOOL_TEST_PG_READER_URL is not set");
-    WARN("RAWTOOL_TEST_PG_READER_URL is not set; skipped");
-    return;
-  }
+  const auto reader = rawtool::test::pg_url(true);
+  if (!reader) return;
+  const char* url = reader->c_str();
   const auto rows = run_rawtool({"query", "--db", url, "SELECT 42 AS answer"}, clean_env());
   CHECK(rows.exit_status == 0);
   CHECK(rawtool::test::row_cells(rows.out) ==

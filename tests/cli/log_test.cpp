@@ -3,6 +3,7 @@
 // commands' defaults, and the certified guarantee held on stdout and stderr.
 
 #include "fixture.hpp"
+#include "pg_url.hpp"
 #include "process.hpp"
 
 #include <rawtool/driver.hpp>
@@ -411,13 +412,11 @@ TEST_CASE("rawtool mcp keeps its log on stderr by default and writes to a file t
 
 TEST_CASE("certified over PostgreSQL with a 200 MB RAISE writes one bounded line with the failure's size and digest",
           "[cli][log][postgres][bounded]") {
-  const char* admin = std::getenv("RAWTOOL_TEST_PG_URL");
-  const char* reader = std::getenv("RAWTOOL_TEST_PG_READER_URL");
-  if (admin == nullptr || *admin == '\0' || reader == nullptr || *reader == '\0') {
-    if (std::getenv("RAWTOOL_REQUIRE_PG") != nullptr) FAIL("RAWTOOL_TEST_PG_URL / RAWTOOL_TEST_PG_READER_URL are not set");
-    WARN("RAWTOOL_TEST_PG_URL is not set; skipped");
-    return;
-  }
+  const auto admin_url = rawtool::test::pg_url();
+  const auto reader_url = rawtool::test::pg_url(true);
+  if (!admin_url || !reader_url) return;
+  const char* admin = admin_url->c_str();
+  const char* reader = reader_url->c_str();
   std::mt19937_64 rng{std::random_device{}()};
   const std::string function = "rawtool_cli_huge_" + std::to_string(rng() % 1000000000);
   auto driver = rawtool::make_postgres_driver(admin);

@@ -11,19 +11,6 @@
 
 namespace rawtool::test {
 
-std::optional<std::string> pg_url(bool reader) {
-  const char* name = reader ? "RAWTOOL_TEST_PG_READER_URL" : "RAWTOOL_TEST_PG_URL";
-  const char* url = std::getenv(name);
-  if (url != nullptr && *url != '\0') return std::string(url);
-  const char* required = std::getenv("RAWTOOL_REQUIRE_PG");
-  if (required != nullptr && std::string_view(required) == "1") {
-    FAIL(name << " is not set, and RAWTOOL_REQUIRE_PG=1 says the PostgreSQL tests must run");
-  }
-  WARN("*** " << name << " is not set: this PostgreSQL test did NOT run. "
-              << "Start a server with `eval \"$(bash .ci/pg-start)\"` to run it. ***");
-  return std::nullopt;
-}
-
 std::string pg_admin(const std::string& sql) {
   const auto url = pg_url(false);
   REQUIRE(url.has_value());

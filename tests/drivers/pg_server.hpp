@@ -1,5 +1,7 @@
 #pragma once
 
+#include "pg_url.hpp"
+
 #include <rawtool/driver.hpp>
 
 #include <memory>
@@ -7,12 +9,6 @@
 #include <string>
 
 namespace rawtool::test {
-
-/// The URL of the test server from RAWTOOL_TEST_PG_URL (superuser) or, with
-/// `reader`, RAWTOOL_TEST_PG_READER_URL (the low-privilege role). When it is
-/// unset the test warns loudly and the caller returns; with RAWTOOL_REQUIRE_PG=1
-/// (as in CI) the test fails instead.
-std::optional<std::string> pg_url(bool reader = false);
 
 /// Runs administrative SQL on the superuser connection, outside any driver
 /// (setup, cleanup, inspection); fails the test if it fails. Returns the

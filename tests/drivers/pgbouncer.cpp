@@ -79,7 +79,7 @@ std::optional<PgBouncer> PgBouncer::start(int pool_size, const std::vector<std::
       FAIL("pgbouncer is not installed, and RAWTOOL_REQUIRE_PG=1 says the PostgreSQL tests must run "
            "(Debian: apt-get install pgbouncer)");
     }
-    WARN("*** pgbouncer is not installed: this PgBouncer test did NOT run. "
+    WARN("*** pgbouncer is not installed: this PgBouncer test " << not_run << ". "
          "Install it (Debian: apt-get install pgbouncer) to run it. ***");
     return std::nullopt;
   }

@@ -16,6 +16,7 @@
 // what stays reachable: queues, caches, buffers that only grow.
 
 #include "environment.hpp"
+#include "pg_url.hpp"
 #include "mcp_pipe.hpp"
 #include "mixed_calls.hpp"
 #include "replies.hpp"
@@ -71,17 +72,6 @@ void check_rss_growth(std::uint64_t warm, std::uint64_t highest) {
 constexpr std::string_view sqlite_script =
     "CREATE TABLE load_items(id INTEGER PRIMARY KEY, name TEXT);"
     "INSERT INTO load_items(name) VALUES ('a'), ('b'), (NULL);";
-
-// The low-privilege role's URL: read-only calls refuse a superuser.
-std::optional<std::string> pg_reader_url() {
-  auto url = rawtool::reliability::environment("RAWTOOL_TEST_PG_READER_URL");
-  if (url) return url;
-  if (rawtool::reliability::environment("RAWTOOL_REQUIRE_PG") == "1") {
-    FAIL("RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_READER_URL is not set");
-  }
-  WARN("RAWTOOL_TEST_PG_READER_URL is not set: the PostgreSQL half of this load test did not run");
-  return std::nullopt;
-}
 
 std::uint64_t rss_kib(pid_t pid) {
   const auto kib = rawtool::reliability::proc_status_kib(pid, "VmRSS");
@@ -151,7 +141,8 @@ struct LibrarySetup {
   LibrarySetup() {
     rawtool::reliability::make_sqlite_file(dir.path() / "load.sqlite", sqlite_script);
     json databases = json::array({json{{"label", "lite"}, {"path", "load.sqlite"}, {"pool_size", 4}}});
-    if (auto url = pg_reader_url()) {
+    // The low-privilege role: read-only calls refuse a superuser.
+    if (auto url = rawtool::test::pg_url(true)) {
       databases.push_back(json{{"label", "pg"}, {"url", *url}, {"pool_size", 4}});
       with_pg = true;
     }
@@ -286,7 +277,7 @@ TEST_CASE("one MCP server with many tools/call in flight answers each with its o
           "[load][mcp]") {
   ScratchDir dir("rawtool-load-mcp");
   rawtool::reliability::make_sqlite_file(dir.path() / "load.sqlite", sqlite_script);
-  const auto pg = pg_reader_url();
+  const auto pg = rawtool::test::pg_url(true);
   std::vector<Engine> engines{Engine::sqlite};
   if (pg) engines.push_back(Engine::postgresql);
   auto servers = start_servers(dir, engines, pg.value_or(""));
@@ -348,7 +339,7 @@ TEST_CASE("one MCP server with many tools/call in flight answers each with its o
 TEST_CASE("several MCP servers at once, on both engines, each answer only their own clients' calls", "[load][mcp]") {
   ScratchDir dir("rawtool-load-servers");
   rawtool::reliability::make_sqlite_file(dir.path() / "load.sqlite", sqlite_script);
-  const auto pg = pg_reader_url();
+  const auto pg = rawtool::test::pg_url(true);
   std::vector<Engine> engines{Engine::sqlite, Engine::sqlite};
   if (pg) engines.insert(engines.end(), {Engine::postgresql, Engine::postgresql});
   auto servers = start_servers(dir, engines, pg.value_or(""));

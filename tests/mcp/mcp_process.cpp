@@ -58,17 +58,6 @@ void make_sqlite_database(const std::filesystem::path& file, std::string_view sq
   REQUIRE(rc == SQLITE_OK);
 }
 
-std::optional<std::string> pg_url(bool reader) {
-  const char* url = std::getenv(reader ? "RAWTOOL_TEST_PG_READER_URL" : "RAWTOOL_TEST_PG_URL");
-  if (url != nullptr && *url != '\0') return std::string(url);
-  const char* require = std::getenv("RAWTOOL_REQUIRE_PG");
-  if (require != nullptr && std::string_view(require) == "1") {
-    FAIL("RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_URL is not set");
-  }
-  WARN("RAWTOOL_TEST_PG_URL is not set: skipping the PostgreSQL part");
-  return std::nullopt;
-}
-
 McpProcess::McpProcess(const std::filesystem::path& config) {
   log_file_ = config;
   log_file_ += ".stderr." + std::to_string(reinterpret_cast<std::uintptr_t>(this));

@@ -6,6 +6,7 @@
 // is checked to be one JSON-RPC 2.0 message; anything else fails the test.
 
 #include "mcp_stdio.hpp"
+#include "pg_url.hpp"
 #include "temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -26,10 +27,6 @@ std::filesystem::path rawtool_binary();
 
 /// Creates a SQLite database file at `file` by running `sql` (a script).
 void make_sqlite_database(const std::filesystem::path& file, std::string_view sql);
-
-/// The PostgreSQL URL from RAWTOOL_TEST_PG_URL (superuser) or READER_URL, or
-/// nullopt; when missing, WARNs, or FAILs when RAWTOOL_REQUIRE_PG=1.
-std::optional<std::string> pg_url(bool reader = false);
 
 class McpProcess {
 public:

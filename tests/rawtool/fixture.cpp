@@ -52,18 +52,6 @@ std::string CapturedLog::all() const {
   return out;
 }
 
-std::optional<std::string> postgres_url(bool reader) {
-  const char* name = reader ? "RAWTOOL_TEST_PG_READER_URL" : "RAWTOOL_TEST_PG_URL";
-  const char* value = std::getenv(name);
-  if (value != nullptr && *value != '\0') return std::string(value);
-  const char* required = std::getenv("RAWTOOL_REQUIRE_PG");
-  if (required != nullptr && std::string(required) == "1") {
-    FAIL(name << " is not set, and RAWTOOL_REQUIRE_PG=1 says the PostgreSQL tests must run");
-  }
-  WARN(name << " is not set: this PostgreSQL test did not run");
-  return std::nullopt;
-}
-
 std::vector<std::string> all_keys(const nlohmann::json& value) {
   std::vector<std::string> keys;
   walk(value, &keys, nullptr);

@@ -6,6 +6,7 @@
 
 #include <rawtool/tool.hpp>
 
+#include "pg_url.hpp"
 #include "temp_dir.hpp"
 #include "untrusted_bytes.hpp"
 
@@ -31,10 +32,6 @@ private:
   mutable std::mutex mutex_;
   std::vector<std::string> lines_;
 };
-
-/// RAWTOOL_TEST_PG_URL (or RAWTOOL_TEST_PG_READER_URL when `reader`). When it
-/// is unset: WARNs and returns nullopt, or FAILs when RAWTOOL_REQUIRE_PG=1.
-std::optional<std::string> postgres_url(bool reader = false);
 
 /// Every object key at any depth.
 std::vector<std::string> all_keys(const nlohmann::json& value);

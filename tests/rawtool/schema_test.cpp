@@ -349,8 +349,8 @@ TEST_CASE("describe_schema's JSON arguments: types, ranges and unknown names, an
 TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive escaped and exact, and what the role "
           "cannot use is absent",
           "[tool][postgres][schema][corpus]") {
-  const auto admin_url = rawtool::test::postgres_url();
-  const auto reader_url = rawtool::test::postgres_url(true);
+  const auto admin_url = rawtool::test::pg_url();
+  const auto reader_url = rawtool::test::pg_url(true);
   if (!admin_url || !reader_url) return;
   rawtool::test::TempDir dir;
   rawtool::test::CapturedLog log;

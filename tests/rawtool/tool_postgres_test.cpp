@@ -85,9 +85,9 @@ struct Urls {
 };
 
 std::optional<Urls> urls() {
-  auto admin = rawtool::test::postgres_url(false);
+  auto admin = rawtool::test::pg_url(false);
   if (!admin) return std::nullopt;
-  auto reader = rawtool::test::postgres_url(true);
+  auto reader = rawtool::test::pg_url(true);
   if (!reader) return std::nullopt;
   return Urls{*admin, *reader};
 }

@@ -97,7 +97,7 @@ async function backendPid(session) {
 test("nothing token A leaves on the shared pooled connection reaches token B's calls", async (t) => {
   if (!pgUrl) {
     if (process.env.RAWTOOL_REQUIRE_PG === "1") assert.fail("RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_URL is not set");
-    t.skip("RAWTOOL_TEST_PG_URL is not set");
+    t.skip("RAWTOOL_TEST_PG_URL is not set: this PostgreSQL test did NOT run");
     return;
   }
   const admin = await sessionOf(tokens.admin);
@@ -142,7 +142,8 @@ test("nothing token A leaves on the shared pooled connection reaches token B's c
 
 test("the start-up log names the tokens of different scopes that connect as one role", async (t) => {
   if (!pgUrl) {
-    t.skip("RAWTOOL_TEST_PG_URL is not set");
+    if (process.env.RAWTOOL_REQUIRE_PG === "1") assert.fail("RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_URL is not set");
+    t.skip("RAWTOOL_TEST_PG_URL is not set: this PostgreSQL test did NOT run");
     return;
   }
   const shared = server

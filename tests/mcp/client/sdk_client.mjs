@@ -559,7 +559,7 @@ async function main() {
     } else if (process.env.RAWTOOL_REQUIRE_PG === "1") {
       problem("postgresql", "RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_URL is not set");
     } else {
-      console.log("WARNING: RAWTOOL_TEST_PG_URL is not set: the PostgreSQL walk is skipped");
+      console.log("WARNING: RAWTOOL_TEST_PG_URL is not set: the PostgreSQL walk did NOT run");
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
