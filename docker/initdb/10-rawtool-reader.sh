@@ -13,9 +13,11 @@ GRANT SELECT ON ALL TABLES IN SCHEMA public TO rawtool_reader;
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO rawtool_reader;
 -- Every role may emit logical messages into the WAL by default; at wal_level
 -- logical, read-only mode refuses a role that can (see the README's role
--- section), so the function is kept for the roles that are granted it.
-REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text),
-  pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+-- section), so the function is kept for the roles that are granted it. Each
+-- of its forms, whatever the release: PostgreSQL 17 added an argument.
+SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', p.oid::regprocedure)
+  FROM pg_catalog.pg_proc p
+ WHERE p.proname = 'pg_logical_emit_message' AND p.pronamespace = 'pg_catalog'::regnamespace \gexec
 -- The server logs nothing the role's statements raise (a RAISE in a loop
 -- would write to the log for the length of a call); the role cannot change it.
 ALTER ROLE rawtool_reader SET log_min_messages = fatal;

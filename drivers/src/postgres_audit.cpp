@@ -47,8 +47,10 @@ constexpr RefusedRole refused_roles[] = {
 // The query is built around those two pieces (audit_query below).
 //
 // The functions are named by signature, so that one a server version lacks
-// is simply absent (to_regprocedure gives NULL); through any role reached,
-// EXECUTE on one of them is the hazard. Only effects that a rollback does not
+// is simply absent (to_regprocedure gives NULL), and one whose arguments
+// changed is listed in each form (pg_logical_emit_message took a fourth in
+// PostgreSQL 17); through any role reached, EXECUTE on one of them is the
+// hazard. Only effects that a rollback does not
 // undo count: a function that writes catalogs (pg_import_system_collations)
 // is undone with the transaction. Each row is a kind and a name.
 //
@@ -134,6 +136,8 @@ constexpr std::string_view audit_body = R"sql(
   ('server_file_function', 'pg_catalog.lo_export(oid,text)'),
   ('logical_message', 'pg_catalog.pg_logical_emit_message(boolean,text,text)'),
   ('logical_message', 'pg_catalog.pg_logical_emit_message(boolean,text,bytea)'),
+  ('logical_message', 'pg_catalog.pg_logical_emit_message(boolean,text,text,boolean)'),
+  ('logical_message', 'pg_catalog.pg_logical_emit_message(boolean,text,bytea,boolean)'),
   ('signal_same_role', 'pg_catalog.pg_cancel_backend(integer)'),
   ('signal_same_role', 'pg_catalog.pg_terminate_backend(integer)'),
   ('signal_same_role', 'pg_catalog.pg_terminate_backend(integer,bigint)'),

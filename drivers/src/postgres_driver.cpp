@@ -1,8 +1,8 @@
 // The PostgreSQL driver.
 //
-// libpqxx manages the connection (a connection policy of ours opens it with
-// PQconnectdbParams so a connect timeout and a fallback application name can
-// be added to any URL or key=value string, and hands us the PGconn*). The
+// libpqxx manages the connection (we open it with PQconnectdbParams so a
+// connect timeout and a fallback application name can be added to any URL or
+// key=value string, hand it to libpqxx and keep the PGconn*). The
 // execute path is libpq, directly: libpqxx 6 has no pipeline mode, no
 // single-row mode, no notice receiver with structured fields and no
 // PQresultErrorField per field, and each of those is what this driver exists
@@ -113,8 +113,13 @@
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <pqxx/version>
+#if PQXX_VERSION_MAJOR >= 7
+#include <pqxx/connection>
+#else
 #include <pqxx/connection_base>
 #include <pqxx/connectionpolicy>
+#endif
 #include <pqxx/except>
 
 #include <rawtool/crypto.hpp>
@@ -269,9 +274,62 @@ private:
 
 using detail::read_password_file;
 
-/// Opens connections for libpqxx with PQconnectdbParams: the caller's URL or
-/// key=value string is expanded as dbname, with a connect timeout and an
-/// application name the caller's own values override.
+/// Opens a connection with PQconnectdbParams: the caller's URL or key=value
+/// string is expanded as dbname, with a connect timeout and an application
+/// name the caller's own values override. Returns an open connection the
+/// caller owns, or throws pqxx::broken_connection with libpq's complaint.
+PGconn* open_connection(const std::string& conninfo, const std::optional<std::string>& password) {
+  // Keywords after dbname override what its expansion set: the password
+  // file's password replaces one in the connection string. libpq skips a
+  // keyword whose value is null.
+  const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", "password", nullptr};
+  const char* const values[] = {"10", "rawtool", conninfo.c_str(), password ? password->c_str() : nullptr, nullptr};
+  PGconn* connection = PQconnectdbParams(keywords, values, 1);
+  if (connection == nullptr) throw pqxx::broken_connection{"out of memory while connecting"};
+  if (PQstatus(connection) != CONNECTION_OK) {
+    std::string complaint = PQerrorMessage(connection);
+    PQfinish(connection);
+    throw pqxx::broken_connection{complaint};
+  }
+  return connection;
+}
+
+// Two ways to hand libpqxx a connection we opened: libpqxx 6 (Debian 12) asks a
+// connection policy to open it and has no way to adopt one; libpqxx 7 (Debian
+// 13) removed connection policies and adopts an open PGconn* instead
+// (connection::seize_raw_connection). Either way the session owns the PGconn
+// and closes it when it ends.
+#if PQXX_VERSION_MAJOR >= 7
+
+/// A libpqxx connection that exposes its PGconn*. Constructing it connects
+/// (throwing pqxx::broken_connection with the server's complaint).
+class Session final {
+public:
+  Session(const std::string& conninfo, std::optional<std::string> password)
+      : handle_(open_connection(conninfo, password)), connection_(adopt(handle_)) {}
+
+  /// The libpq connection; owned by this session.
+  [[nodiscard]] PGconn* handle() const noexcept { return handle_; }
+
+private:
+  /// libpqxx's connection over `handle`, which it then owns; on failure the
+  /// handle is closed here, as no connection took it.
+  static pqxx::connection adopt(PGconn* handle) {
+    try {
+      return pqxx::connection::seize_raw_connection(handle);
+    } catch (...) {
+      PQfinish(handle);
+      throw;
+    }
+  }
+
+  PGconn* handle_;
+  pqxx::connection connection_;
+};
+
+#else
+
+/// Opens connections for libpqxx 6 (open_connection) and remembers the one open.
 class ConnectPolicy final : public pqxx::connectionpolicy {
 public:
   ConnectPolicy(const std::string& conninfo, std::optional<std::string> password)
@@ -279,20 +337,8 @@ public:
 
   handle do_startconnect(handle orig) override {
     if (orig != nullptr) return orig;
-    // Keywords after dbname override what its expansion set: the password
-    // file's password replaces one in the connection string. libpq skips a
-    // keyword whose value is null.
-    const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", "password", nullptr};
-    const char* const values[] = {"10", "rawtool", options().c_str(), password_ ? password_->c_str() : nullptr, nullptr};
-    handle connection = PQconnectdbParams(keywords, values, 1);
-    if (connection == nullptr) throw pqxx::broken_connection{"out of memory while connecting"};
-    if (PQstatus(connection) != CONNECTION_OK) {
-      std::string complaint = PQerrorMessage(connection);
-      PQfinish(connection);
-      throw pqxx::broken_connection{complaint};
-    }
-    connected_ = connection;
-    return connection;
+    connected_ = open_connection(options(), password_);
+    return connected_;
   }
 
   handle do_disconnect(handle orig) noexcept override {
@@ -327,6 +373,8 @@ public:
 private:
   ConnectPolicy policy_;
 };
+
+#endif
 
 class PostgresDriver final : public Driver {
 public:

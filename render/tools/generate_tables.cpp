@@ -1,5 +1,5 @@
 // Build-time generator of the renderer's data tables, from the files Debian
-// ships (unicode-data, postgresql-15, libsqlite3-dev), so that the escape set
+// ships (unicode-data, postgresql-N, libsqlite3-dev), so that the escape set
 // and the code names follow the data rather than a hand-written list.
 //
 //   generate_tables <DerivedGeneralCategory.txt> <DerivedCoreProperties.txt>

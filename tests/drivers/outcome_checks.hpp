@@ -20,7 +20,7 @@ const T& expect(const Outcome& outcome) {
   static constexpr const char* names[] = {"Rows", "Failure", "Refusal", "Unavailable"};
   INFO("the outcome holds " << names[outcome.index()]);
   if (const auto* refusal = std::get_if<Refusal>(&outcome)) {
-    INFO("refusal: " << refusal_reason_name(refusal->reason) << ": " << refusal->explanation);
+    INFO("refusal: " << refusal_reason_name(refusal->reason) << ": " << refusal->explanation.str());
     REQUIRE(std::holds_alternative<T>(outcome));
   }
   REQUIRE(std::holds_alternative<T>(outcome));

@@ -774,7 +774,7 @@ TEST_CASE("inspect reports the server and names what the session can become, whi
     auto driver = rawtool::make_postgres_driver(*url + "?user=drivers_audit_login");
     const auto report = std::get<rawtool::DatabaseReport>(driver->inspect());
     CHECK(bytes_of(report.role) == "drivers_audit_login");
-    CHECK(bytes_of(report.server_version).starts_with("15"));
+    CHECK(bytes_of(report.server_version) == pg_admin("SHOW server_version"));
     CHECK(bytes_of(report.encoding) == "UTF8");
     const auto names_of = [&](rawtool::HazardKind kind) {
       std::vector<std::string> names;

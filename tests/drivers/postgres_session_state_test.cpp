@@ -185,9 +185,11 @@ struct Walk {
              "GRANT SELECT ON reset_shadow TO reset_tenant; CREATE SEQUENCE reset_seq; "
              "GRANT USAGE, SELECT, UPDATE ON reset_seq TO reset_tenant; "
              // As the test database has it: read-only mode refuses a role that can
-             // write into the WAL while wal_level is logical.
-             "REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text), "
-             "pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC");
+             // write into the WAL while wal_level is logical. Every form of the
+             // function: PostgreSQL 17 gave it a fourth argument.
+             "DO $$DECLARE f regprocedure; BEGIN FOR f IN SELECT oid FROM pg_catalog.pg_proc "
+             "WHERE proname = 'pg_logical_emit_message' LOOP "
+             "EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); END LOOP; END$$");
     // dblink for the superuser only: a role that can execute it is refused in
     // read-only mode, and its read-write connections are never reused.
     admin_in(dblink_url,

@@ -46,7 +46,7 @@ bool PgCluster::accepting() const {
 
 void PgCluster::pg_ctl(const std::string& arguments) const {
   const std::string run_as = ::geteuid() == 0 ? "runuser -u postgres -- " : "";
-  const std::string command = run_as + "/usr/lib/postgresql/15/bin/pg_ctl -D '" + dir_ + "' " + arguments +
+  const std::string command = run_as + RAWTOOL_PG_BINDIR "/pg_ctl -D '" + dir_ + "' " + arguments +
                               " >>'" + dir_ + ".faults.log' 2>&1";
   // The exit status is not trusted alone: callers wait for the state they want.
   if (std::system(command.c_str()) == -1) throw std::runtime_error("cannot run pg_ctl");

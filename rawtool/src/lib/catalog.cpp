@@ -362,8 +362,11 @@ Catalog parse_catalog(std::string_view json_text) {
   if (queries == root.end()) fail("catalog: queries", "is required");
   if (!queries->is_array()) fail("catalog: queries", std::string("must be an array, not ") + detail::json_kind(*queries));
   std::set<std::string, std::less<>> names;
-  for (std::size_t i = 0; i < queries->size(); ++i) {
-    CatalogQuery query = parse_query((*queries)[i], i);
+  // The array, not the iterator, is indexed: through json's operator[] on
+  // *queries GCC 14 sees a null path (-Wnull-dereference) that is not there.
+  const json::array_t& list = queries->get_ref<const json::array_t&>();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    CatalogQuery query = parse_query(list[i], i);
     if (!names.insert(query.name).second) {
       fail("catalog: queries[" + std::to_string(i) + "] (" + query.name + ").name",
            "repeats the name of an earlier query");
