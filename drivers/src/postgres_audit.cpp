@@ -260,7 +260,8 @@ constexpr KindWords kinds[] = {
      "the session can EXECUTE pg_logical_emit_message, which writes text of the statement's choosing into the WAL "
      "outside any transaction; at wal_level logical, change-data-capture consumers read it. REVOKE EXECUTE ON "
      "FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text), pg_catalog.pg_logical_emit_message(boolean, "
-     "text, bytea) FROM PUBLIC, and grant it back to the roles that need it."},
+     "text, bytea) FROM PUBLIC (on PostgreSQL 17 and later, the forms with a fourth, boolean argument too), and "
+     "grant it back to the roles that need it."},
     {HazardKind::remote_connection, "remote_connection", true, "it can execute dblink",
      "the session can EXECUTE dblink's functions, which open other connections that are not inside rawtool's "
      "read-only transaction. REVOKE EXECUTE on them."},
