@@ -12,8 +12,8 @@ GRANT USAGE ON SCHEMA public TO rawtool_reader;
 GRANT SELECT ON ALL TABLES IN SCHEMA public TO rawtool_reader;
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO rawtool_reader;
 -- Every role may emit logical messages into the WAL by default; at wal_level
--- logical, read-only mode refuses a role that can (see the README's role
--- section), so the function is kept for the roles that are granted it. Each
+-- logical, read-only mode refuses a role that can (see docs/postgresql-role.md),
+-- so the function is kept for the roles that are granted it. Each
 -- of its forms, whatever the release: PostgreSQL 17 added an argument.
 SELECT format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', p.oid::regprocedure)
   FROM pg_catalog.pg_proc p

@@ -378,7 +378,7 @@ private:
   ///   function that registers something (fts3_tokenizer) and
   ///   load_extension are denied by the authorizer.
   /// So a read-only call, the common case, keeps its connection, and only a
-  /// call that wrote pays for opening a new one (see README's figures). A
+  /// call that wrote pays for opening a new one (docs/sqlite.md has the figures). A
   /// read-write ":memory:" database lives in memory that memory_holder_ keeps
   /// open, so reopening keeps its tables and drops only the connection.
   void end_call() noexcept {

@@ -100,7 +100,7 @@ TEST_CASE("check-config --connect names what each role can become, escaped, and 
   CHECK_THAT(result.err, Catch::Contains("database gone: could not connect: \""));
   CHECK(result.out.find("Connection refused") == std::string::npos);
 
-  // The role the README recommends passes.
+  // The role docs/postgresql-role.md recommends passes.
   const auto config_ok = folder.path() / "ok.json";
   write_file(config_ok, fmt::format(R"({{"databases": [{{"label": "reader", "url": "{}"}}]}})", *reader));
   const auto ok = run_rawtool({"check-config", "--config", config_ok.string(), "--connect"}, clean_env());

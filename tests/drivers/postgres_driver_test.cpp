@@ -797,7 +797,7 @@ TEST_CASE("inspect reports the server and names what the session can become, whi
   }
   pg_admin(drop);
 
-  // The role the README recommends: nothing refused, the prepared-transaction
+  // The role docs/postgresql-role.md recommends: nothing refused, the prepared-transaction
   // setting reported as contained.
   auto reader = rawtool::make_postgres_driver(*pg_url(true));
   const auto report = std::get<rawtool::DatabaseReport>(reader->inspect());

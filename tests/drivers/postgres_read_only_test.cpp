@@ -1,7 +1,7 @@
 // Read-only mode against a real server: every escape attempt leaves the
 // database, the filesystem and the next call's session as they were. Each
 // runs as the superuser (the worst case: privileges do not help) and as the
-// low-privilege role the README recommends.
+// low-privilege role docs/postgresql-role.md recommends.
 #include "outcome_checks.hpp"
 #include "pg_server.hpp"
 #include "untrusted_bytes.hpp"

@@ -202,7 +202,7 @@ public:
   /// at level error: {"ts":...,"level":"error","component":"tool",
   /// "event":"certified_failure","reference":...,"query":...,"status":...,
   /// "database":..., "failure"|"refusal"|"complaint"|"problem"|"arguments":...}
-  /// (the README's log schema lists every event).
+  /// (docs/operator-log.md's line schema lists every event).
   Reply certified(std::string_view name, const nlohmann::json& params, const CallOptions& options = {});
 
   /// The catalog: names, parameters, and descriptions as the catalog_prose
