@@ -40,7 +40,7 @@ std::vector<std::string> words(const std::string& s) {
 
 // The public image each variable stands for when it is left unset.
 const std::map<std::string, std::string> public_images = {
-    {"BASE_IMAGE", "debian:bookworm-slim"}, {"NODE_IMAGE", "node:20-bookworm-slim"}, {"POSTGRES_IMAGE", "postgres:15-bookworm"}};
+    {"BASE_IMAGE", "debian:trixie-slim"}, {"NODE_IMAGE", "node:22-trixie-slim"}, {"POSTGRES_IMAGE", "postgres:17-trixie"}};
 
 struct Dockerfile {
   std::map<std::string, std::string> image_defaults;  // ARG NAME_IMAGE=default, before the first FROM

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The entrypoint of CI's stand-in for postgres:15-bookworm, following the
+# The entrypoint of CI's stand-in for the official postgres image, following the
 # official image's docker-entrypoint.sh in what docker/compose*.yaml use:
 #
 #   POSTGRES_USER (default postgres)   the superuser initdb creates
