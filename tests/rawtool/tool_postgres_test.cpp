@@ -284,12 +284,20 @@ TEST_CASE("cancel stops a running PostgreSQL statement, and the connection serve
   rawtool::CallOptions options;
   options.cancellation = &cancellation;
   rawtool::Reply reply;
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   std::thread caller([&] { reply = pg.tool->raw("SELECT pg_sleep(30)", options); });
-  std::this_thread::sleep_for(300ms);
+  // Cancelled once the statement sleeps on the server, not after a guess at
+  // how long it takes to get there.
+  const std::string sleeping = "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + pg.app_name +
+                               "' AND wait_event = 'PgSleep'";
+  while (pg.admin_count(sleeping) != 1 && std::chrono::steady_clock::now() - start < 10s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(pg.admin_count(sleeping) == 1);
+  const auto cancelled_at = std::chrono::steady_clock::now();
   cancellation.cancel();
   caller.join();
-  auto elapsed = std::chrono::steady_clock::now() - start;
+  const auto elapsed = std::chrono::steady_clock::now() - cancelled_at;
   INFO(reply.text());
   CHECK(elapsed < 10s);
   CHECK(reply.is_error());
