@@ -139,18 +139,46 @@ bool Terminator::open_locked(SteadyClock::time_point deadline) {
   return open_;
 }
 
+bool Terminator::acquire(SteadyClock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  if (!released_.wait_until(lock, deadline, [&] { return !in_use_; })) return false;
+  in_use_ = true;
+  return true;
+}
+
+void Terminator::release() {
+  {
+    std::lock_guard lock(mutex_);
+    in_use_ = false;
+  }
+  released_.notify_one();
+}
+
+namespace {
+
+/// Releases an acquired terminator when the scope ends.
+template <typename Release>
+struct OnExit {
+  Release release;
+  ~OnExit() { release(); }
+};
+template <typename Release>
+OnExit(Release) -> OnExit<Release>;
+
+}  // namespace
+
 bool Terminator::ready(SteadyClock::time_point deadline) {
-  std::unique_lock lock(mutex_, std::defer_lock);
-  // Held by a termination under way (at most its own short deadline): the
+  // In use by a termination under way (at most its own short deadline): the
   // connection it uses is the reserve.
-  if (!lock.try_lock_until(deadline)) return open_.load();
+  if (!acquire(deadline)) return open_.load();
+  const OnExit done{[this] { release(); }};
   return open_locked(deadline);
 }
 
 bool Terminator::terminate(int pid, SteadyClock::time_point deadline) {
   if (pid <= 0) return false;
-  std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_until(deadline)) return false;
+  if (!acquire(deadline)) return false;
+  const OnExit done{[this] { release(); }};
   if (!open_locked(deadline)) return false;
   const std::optional<std::string> answer =
       query_until(conn_, "SELECT pg_catalog.pg_terminate_backend($1::integer)", std::to_string(pid), deadline);
