@@ -102,8 +102,17 @@
 // walks each family, and pins these two.
 //
 // If anything is left over all the same (an open transaction, a failed
-// cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
-// a connection that cannot be cleaned is dropped.
+// cleanup), it is cleaned up with ROLLBACK and DISCARD ALL, and a connection
+// that cannot be cleaned is dropped.
+//
+// Nothing waits on the server without a bound: the pipeline reads under the
+// statement's deadline (wait_for_input), and every query sent outside it (the
+// connect-time queries, the audit, type names, describe, the cleanup, the
+// recovery of a prepared transaction) is a detail::round_trip, under the
+// call's deadline or, for the connection's own work, its connect timeout
+// (connection_bound_). A round trip past its deadline gives the connection
+// up; the call is answered as a lost connection (or, after its statement,
+// with the statement's answer), and the next call opens a fresh one.
 #include "detail/postgres_audit.hpp"
 #include "detail/postgres_orphans.hpp"
 #include "detail/postgres_round_trip.hpp"
@@ -130,10 +139,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
 #include <system_error>
-#include <thread>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>

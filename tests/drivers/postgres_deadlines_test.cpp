@@ -147,6 +147,40 @@ TEST_CASE("a partition during the cleanup after a statement gives the connection
   CHECK(rawtool::test::cell(run(*proxied.driver, "SELECT pg_backend_pid()", AccessMode::read_write)) != pid);
 }
 
+TEST_CASE("a partition while the columns' types are named keeps the statement's rows and gives the connection up",
+          "[postgres][deadline]") {
+  const auto url = pg_url();
+  if (!url) return;
+  Proxied proxied(*url);
+  proxied.proxy.freeze_on("format_type(oid, NULL) FROM pg_catalog.pg_type");
+  bool frozen = false;
+  const std::optional<Outcome> answer = answered_within<Outcome>(
+      proxied.proxy, connect_timeout + slack,
+      [&] { return run(*proxied.driver, "SELECT 7::int4 AS n", AccessMode::read_write); }, frozen);
+  REQUIRE(frozen);
+  REQUIRE(answer.has_value());
+  CHECK(rawtool::test::cell(*answer) == "7");
+  const Rows next = expect<Rows>(run(*proxied.driver, "SELECT 8::int4 AS n", AccessMode::read_write));
+  REQUIRE(next.columns.size() == 1);
+  CHECK(next.columns[0].type_name.size() > 0);
+}
+
+TEST_CASE("a partition during inspect is answered as a lost connection within the connect timeout",
+          "[postgres][deadline]") {
+  const auto url = pg_url();
+  if (!url) return;
+  Proxied proxied(*url);
+  proxied.proxy.freeze_on("pg_catalog.pg_postmaster_start_time()");
+  using Inspected = std::variant<rawtool::DatabaseReport, Unavailable>;
+  bool frozen = false;
+  const std::optional<Inspected> answer = answered_within<Inspected>(
+      proxied.proxy, connect_timeout + slack, [&] { return proxied.driver->inspect(); }, frozen);
+  REQUIRE(frozen);
+  REQUIRE(answer.has_value());
+  CHECK(std::holds_alternative<Unavailable>(*answer));
+  CHECK(std::holds_alternative<rawtool::DatabaseReport>(proxied.driver->inspect()));
+}
+
 TEST_CASE("a partition during describe is answered as a lost connection within describe's deadline",
           "[postgres][deadline]") {
   const auto url = pg_url();
