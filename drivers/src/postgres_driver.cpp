@@ -644,6 +644,11 @@ std::optional<Unavailable> PostgresDriver::connect() {
   // twice over (the result's and the connection's): severity and SQLSTATE are
   // all libpq needs to compose. A huge error then costs three copies, not five.
   PQsetErrorVerbosity(conn_, PQERRORS_SQLSTATE);
+  // Non-blocking: libpq's blocking mode waits without a bound for the socket
+  // to take what is sent, which a server that stopped reading never does.
+  // The pipeline's sends are flushed by wait_for_input, under the statement's
+  // deadline, and every other query's by detail::round_trip.
+  if (PQsetnonblocking(conn_, 1) != 0) return broken_connection();
   connection_bound_ = connection_bound_of(conn_);
   const Clock::time_point deadline = Clock::now() + connection_bound_;
   // Whether PQbackendPID is this session's server process: not through a
@@ -736,8 +741,16 @@ bool PostgresDriver::wait_for_input() {
       deadline_ = now + client_grace;
       continue;
     }
+    // What the socket has not taken yet of the pipeline is pushed on here;
+    // the server may need to be read from before it reads more.
+    const int unsent = PQflush(conn_);
+    if (unsent < 0) {
+      stop_ = Stop::broken;
+      return false;
+    }
+    const short events = unsent == 0 ? POLLIN : POLLIN | POLLOUT;
     // Woken at least every quarter second to see a cancel from the caller.
-    switch (detail::wait_socket(conn_, POLLIN, std::min(deadline_, now + milliseconds(250)))) {
+    switch (detail::wait_socket(conn_, events, std::min(deadline_, now + milliseconds(250)))) {
       case detail::Ready::yes:
         return true;
       case detail::Ready::broken:

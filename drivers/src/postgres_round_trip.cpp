@@ -47,13 +47,8 @@ Result round_trip(PGconn* conn, const Command& command, SteadyClock::time_point 
     return nullptr;
   }
   // Non-blocking, so that a send the server does not take waits here, under
-  // the deadline, rather than inside libpq; blocking again afterwards, as the
-  // pipeline expects it.
-  PQsetnonblocking(conn, 1);
-  struct Blocking {
-    PGconn* conn;
-    ~Blocking() { PQsetnonblocking(conn, 0); }
-  } blocking{conn};
+  // the deadline, rather than inside libpq.
+  if (PQsetnonblocking(conn, 1) != 0) return nullptr;
 
   const int types = static_cast<int>(command.types.size());
   const Oid* type_data = command.types.empty() ? nullptr : command.types.data();

@@ -226,6 +226,30 @@ TEST_CASE("a partition while a prepared transaction is looked for is answered wi
   CHECK(expect<Rows>(run(*proxied.driver, "SELECT 1", AccessMode::read_only)).rows.size() == 1);
 }
 
+TEST_CASE("a statement larger than the socket takes, sent to a server that stopped reading, ends at its deadline",
+          "[postgres][deadline]") {
+  const auto url = pg_url();
+  if (!url) return;
+  Proxied proxied(*url);
+  CHECK(expect<Rows>(run(*proxied.driver, "SELECT 1", AccessMode::read_write)).rows.size() == 1);
+  // Far more than the kernel buffers on both sides of the proxy hold.
+  const std::string statement = "SELECT 1 -- " + std::string(48u << 20, 'x');
+  Limits limits;
+  limits.statement_timeout = 1s;
+  limits.max_statement_bytes = statement.size();
+  proxied.proxy.freeze();
+  bool frozen = false;
+  // The deadline: the timeout, a grace before the cancel, a grace before the
+  // connection is given up, and at most 2 s ending the backend from the
+  // reserve connection (which the frozen proxy holds too).
+  const std::optional<Outcome> answer = answered_within<Outcome>(
+      proxied.proxy, limits.statement_timeout + 6s + slack,
+      [&] { return run(*proxied.driver, statement, AccessMode::read_write, limits); }, frozen);
+  REQUIRE(answer.has_value());
+  CHECK(rawtool::test::refusal_reason(*answer) == RefusalReason::timeout);
+  CHECK(expect<Rows>(run(*proxied.driver, "SELECT 1", AccessMode::read_write)).rows.size() == 1);
+}
+
 TEST_CASE("cancel requests a hung server never takes run on at most two threads", "[postgres][deadline][cancel]") {
   const auto url = pg_url();
   if (!url) return;

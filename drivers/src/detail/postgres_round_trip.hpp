@@ -57,8 +57,9 @@ struct Command {
 /// last one; null when it could not be sent, the connection broke, or the
 /// deadline passed. Past the deadline it requests a cancel (see
 /// CancelRequests) and leaves the query pending: the connection is given up
-/// (gave_up). REQUIRES: `conn` idle and not in pipeline mode (otherwise null,
-/// nothing sent).
+/// (gave_up). Leaves `conn` non-blocking (PQsetnonblocking), as the driver
+/// keeps its connections. REQUIRES: `conn` idle and not in pipeline mode
+/// (otherwise null, nothing sent).
 Result round_trip(PGconn* conn, const Command& command, SteadyClock::time_point deadline);
 
 /// `text` with no parameters: PQexec's form (several statements allowed).
