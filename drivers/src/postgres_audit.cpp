@@ -3,6 +3,7 @@
 // do; the hazards and the words for them are decided here, from codes and
 // counts only, so that no name the server sent reaches rawtool's own text.
 #include "detail/postgres_audit.hpp"
+#include "detail/postgres_round_trip.hpp"
 
 #include <fmt/format.h>
 
@@ -345,10 +346,6 @@ const std::string& audit_query() {
   return text;
 }
 
-struct ResultDeleter {
-  void operator()(PGresult* result) const noexcept { PQclear(result); }
-};
-
 // The guard checks the session user's membership in every role of the
 // cluster that the audit refuses a session for reaching, by OID, as this
 // query finds them when the session is audited: one pg_has_role each, on the
@@ -363,7 +360,7 @@ struct ResultDeleter {
 // granted on one of the functions the audit lists (checking those in every
 // call would cost it about twenty times its wrapping), and wal_level are
 // seen when the audit is asked again (audit_lifetime in postgres_driver.cpp).
-std::optional<std::string> guard_expression(PGconn* conn) {
+std::optional<std::string> guard_expression(PGconn* conn, SteadyClock::time_point deadline) {
   std::string conditions;
   for (const RefusedRole& role : refused_roles) {
     conditions += fmt::format("{}({})", conditions.empty() ? "" : " OR ", role.condition);
@@ -372,7 +369,7 @@ std::optional<std::string> guard_expression(PGconn* conn) {
       "SELECT (SELECT s.oid FROM pg_catalog.pg_roles s WHERE s.rolname = session_user)::text, "
       "pg_catalog.string_agg(r.oid::text, ',') FROM pg_catalog.pg_roles r WHERE {}",
       conditions);
-  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, query.c_str()));
+  const Result result = round_trip(conn, query.c_str(), deadline);
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1 || PQnfields(result.get()) != 2)
     return std::nullopt;
   // OIDs, read as numbers and written again: nothing the server sent is spliced as it came.
@@ -431,8 +428,9 @@ std::pair<std::string_view, unsigned> kind_and_order(std::string_view code) {
 
 }  // namespace
 
-std::optional<SessionAudit> audit_session(PGconn* conn, std::span<const HazardKind> refuse_hazards) {
-  std::unique_ptr<PGresult, ResultDeleter> result(PQexec(conn, audit_query().c_str()));
+std::optional<SessionAudit> audit_session(PGconn* conn, SteadyClock::time_point deadline,
+                                         std::span<const HazardKind> refuse_hazards) {
+  const Result result = round_trip(conn, audit_query().c_str(), deadline);
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQnfields(result.get()) != 2) return std::nullopt;
 
   SessionAudit audit;
@@ -490,7 +488,7 @@ std::optional<SessionAudit> audit_session(PGconn* conn, std::span<const HazardKi
     hazard.kind = HazardKind::shared_role;
   }
   if (audit.prepared_transactions) found[HazardKind::prepared_transactions].kind = HazardKind::prepared_transactions;
-  std::optional<std::string> guard = guard_expression(conn);
+  std::optional<std::string> guard = guard_expression(conn, deadline);
   if (!guard) return std::nullopt;
   audit.guard = std::move(*guard);
 

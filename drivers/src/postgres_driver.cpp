@@ -102,10 +102,20 @@
 // walks each family, and pins these two.
 //
 // If anything is left over all the same (an open transaction, a failed
-// cleanup), it is cleaned up synchronously with ROLLBACK and DISCARD ALL, and
-// a connection that cannot be cleaned is dropped.
+// cleanup), it is cleaned up with ROLLBACK and DISCARD ALL, and a connection
+// that cannot be cleaned is dropped.
+//
+// Nothing waits on the server without a bound: the pipeline reads under the
+// statement's deadline (wait_for_input), and every query sent outside it (the
+// connect-time queries, the audit, type names, describe, the cleanup, the
+// recovery of a prepared transaction) is a detail::round_trip, under the
+// call's deadline or, for the connection's own work, its connect timeout
+// (connection_bound_). A round trip past its deadline gives the connection
+// up; the call is answered as a lost connection (or, after its statement,
+// with the statement's answer), and the next call opens a fresh one.
 #include "detail/postgres_audit.hpp"
 #include "detail/postgres_orphans.hpp"
+#include "detail/postgres_round_trip.hpp"
 #include "detail/postgres_terminator.hpp"
 #include "detail/row_budget.hpp"
 
@@ -129,10 +139,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
 #include <system_error>
-#include <thread>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -160,6 +167,17 @@ constexpr Oid float8_oid = 701;
 /// How long past statement_timeout the client waits before it cancels on its
 /// own, and again before it gives the connection up.
 constexpr milliseconds client_grace{2000};
+
+/// How long the server may take over a query of the connection's own
+/// (connect-time queries, cleanup, recovery, inspect) when the connection
+/// string sets no connect_timeout; otherwise the connect timeout bounds them
+/// too, as libpq reads it (at least 2 s). Describe and a call's audit are
+/// bounded by their call's deadline instead.
+constexpr milliseconds default_connection_bound{10000};
+
+/// The statement_timeout describe plans under; its round trips wait that and
+/// a grace.
+constexpr milliseconds describe_timeout{10000};
 
 /// How long a session's audit stands before it is asked again (see PostgresOptions).
 constexpr std::chrono::seconds audit_lifetime{60};
@@ -206,10 +224,9 @@ bool sqlstate_is(const PGresult* result, std::string_view code) {
   return state != nullptr && code == state;
 }
 
-struct ResultDeleter {
-  void operator()(PGresult* result) const noexcept { PQclear(result); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
+using detail::Command;
+using detail::Result;
+using detail::round_trip;
 
 struct ConnectionDeleter {
   void operator()(PGconn* conn) const noexcept { PQfinish(conn); }
@@ -234,45 +251,24 @@ std::size_t bytea_length(const char* text, std::size_t length) {
 }
 
 
-/// Cancel requests in flight. PQcancel blocks until the server has taken the
-/// request, and a hung server never takes it, so each request runs on a
-/// thread of its own that holds what it uses (this state and the PGcancel)
-/// and may outlive the driver. Before a statement's call returns it waits,
-/// briefly, for its requests to land, so that none can reach a later statement.
-class CancelRequests : public std::enable_shared_from_this<CancelRequests> {
-public:
-  void start(std::shared_ptr<PGcancel> canceller) noexcept {
-    {
-      std::lock_guard lock(mutex_);
-      ++in_flight_;
-    }
-    try {
-      std::thread([self = shared_from_this(), canceller = std::move(canceller)] {
-        char complaint[256];
-        PQcancel(canceller.get(), complaint, sizeof complaint);
-        std::lock_guard lock(self->mutex_);
-        --self->in_flight_;
-        self->landed_.notify_all();
-      }).detach();
-    } catch (const std::system_error&) {
-      std::lock_guard lock(mutex_);
-      --in_flight_;  // no thread to be had: the deadline still ends the call
-    }
-  }
-
-  /// True when every request has landed within `patience`.
-  bool settle(milliseconds patience) {
-    std::unique_lock lock(mutex_);
-    return landed_.wait_for(lock, patience, [this] { return in_flight_ == 0; });
-  }
-
-private:
-  std::mutex mutex_;
-  std::condition_variable landed_;
-  int in_flight_ = 0;
-};
-
 using detail::read_password_file;
+
+/// The connect timeout libpq uses for `conn` (connect_timeout, at least 2 s as
+/// libpq reads it); default_connection_bound when it waits without one.
+milliseconds connection_bound_of(PGconn* conn) {
+  milliseconds bound = default_connection_bound;
+  PQconninfoOption* options = PQconninfo(conn);
+  for (const PQconninfoOption* option = options; option != nullptr && option->keyword != nullptr; ++option) {
+    if (std::string_view(option->keyword) != "connect_timeout" || option->val == nullptr) continue;
+    int seconds = 0;
+    const char* end = option->val + std::strlen(option->val);
+    if (std::from_chars(option->val, end, seconds).ec == std::errc{} && seconds > 0) {
+      bound = std::chrono::seconds(std::max(seconds, 2));
+    }
+  }
+  PQconninfoFree(options);
+  return bound;
+}
 
 /// Opens a connection with PQconnectdbParams: the caller's URL or key=value
 /// string is expanded as dbname, with a connect timeout and an application
@@ -283,7 +279,8 @@ PGconn* open_connection(const std::string& conninfo, const std::optional<std::st
   // file's password replaces one in the connection string. libpq skips a
   // keyword whose value is null.
   const char* const keywords[] = {"connect_timeout", "fallback_application_name", "dbname", "password", nullptr};
-  const char* const values[] = {"10", "rawtool", conninfo.c_str(), password ? password->c_str() : nullptr, nullptr};
+  const std::string timeout = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(default_connection_bound).count());
+  const char* const values[] = {timeout.c_str(), "rawtool", conninfo.c_str(), password ? password->c_str() : nullptr, nullptr};
   PGconn* connection = PQconnectdbParams(keywords, values, 1);
   if (connection == nullptr) throw pqxx::broken_connection{"out of memory while connecting"};
   if (PQstatus(connection) != CONNECTION_OK) {
@@ -420,9 +417,10 @@ public:
   std::variant<DatabaseReport, Unavailable> inspect() override {
     guard_kept_ = false;
     if (auto unavailable = connect()) return std::move(*unavailable);
-    std::optional<detail::SessionAudit> audit = detail::audit_session(conn_, options_.refuse_hazards);
+    const Clock::time_point deadline = Clock::now() + connection_bound_;
+    std::optional<detail::SessionAudit> audit = detail::audit_session(conn_, deadline, options_.refuse_hazards);
     if (!audit) {
-      if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
+      if (lost()) return broken_connection();
       return Unavailable{text_of(PQerrorMessage(conn_))};
     }
     audit_ = audit;
@@ -430,12 +428,16 @@ public:
     // The epoch as a numeric, not the timestamp's or a float's text, which
     // follow settings a database can have of its own (TimeZone, DateStyle,
     // extra_float_digits).
-    const Result server(PQexec(conn_, "SELECT EXTRACT(epoch FROM pg_catalog.pg_postmaster_start_time())::numeric(20, 6)::text "
-                                      "|| ' port ' || pg_catalog.current_setting('port')"));
+    const Result server = round_trip(conn_,
+                                     "SELECT EXTRACT(epoch FROM pg_catalog.pg_postmaster_start_time())::numeric(20, 6)::text "
+                                     "|| ' port ' || pg_catalog.current_setting('port')",
+                                     deadline);
+    if (lost()) return broken_connection();
     if (PQresultStatus(server.get()) == PGRES_TUPLES_OK && PQntuples(server.get()) == 1) {
       audit->report.server = text_of(PQgetvalue(server.get(), 0, 0));
     }
-    room_hazard_ = detail::connection_room_hazard(conn_, options_.pool_size);
+    room_hazard_ = detail::connection_room_hazard(conn_, options_.pool_size, deadline);
+    if (lost()) return broken_connection();
     if (room_hazard_) audit->report.hazards.push_back(*room_hazard_);
     return std::move(audit->report);
   }
@@ -523,13 +525,18 @@ private:
   /// Reads the timeouts' preamble, if it was sent; false when it failed.
   bool read_timeouts(Call& call);
   Unavailable broken_connection_or_stop();
-  /// Names the columns' types, asking the server for those not yet known;
-  /// true when it asked.
-  bool name_types(std::vector<Column>& columns, const std::vector<Oid>& oids);
+  /// Names the columns' types, asking the server for those not yet known
+  /// (waiting no later than `deadline`); true when it asked.
+  bool name_types(std::vector<Column>& columns, const std::vector<Oid>& oids, Clock::time_point deadline);
+  /// The connection is gone, or was given up by a round trip past its
+  /// deadline: the call is answered by broken_connection().
+  [[nodiscard]] bool lost() const { return conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD || detail::gave_up(conn_); }
+  /// Closes the connection; its complaint, for the log.
   Unavailable broken_connection();
   /// The refusal read-only mode answers with on this connection, if any: the
-  /// session's audit, asked when it is missing or older than audit_lifetime.
-  std::optional<Refusal> audit_refusal();
+  /// session's audit, asked when it is missing or older than audit_lifetime,
+  /// waiting no later than `deadline`.
+  std::optional<Refusal> audit_refusal(Clock::time_point deadline);
   /// The refusal for a call that would start a statement while no reserve
   /// connection is held to end it (see postgres_terminator.hpp), if any.
   std::optional<Refusal> reserve_refusal();
@@ -553,6 +560,9 @@ private:
 
   std::string conninfo_;
   PostgresOptions options_;
+  /// The bound of the connection's own queries (see default_connection_bound),
+  /// as its connect timeout sets it.
+  milliseconds connection_bound_ = default_connection_bound;
   std::optional<SessionTimeouts> session_timeouts_;  ///< as the last clean call left them; unknown after a reset
   /// Whether the session's role may execute dblink_connect, as the first
   /// read-write call of the connection asked (see run_read_write).
@@ -582,7 +592,7 @@ private:
   bool running_ = false;
   bool direct_ = false;  ///< PQbackendPID is this session's server process (read at connect)
   bool cancel_pending_ = false;  ///< cancel() came while nothing ran; guarded by cancel_mutex_
-  std::shared_ptr<CancelRequests> cancels_ = std::make_shared<CancelRequests>();
+  std::shared_ptr<detail::CancelRequests> cancels_ = std::make_shared<detail::CancelRequests>();
   std::atomic<bool> cancel_requested_{false};
 
   Clock::time_point deadline_{};
@@ -634,17 +644,26 @@ std::optional<Unavailable> PostgresDriver::connect() {
   // twice over (the result's and the connection's): severity and SQLSTATE are
   // all libpq needs to compose. A huge error then costs three copies, not five.
   PQsetErrorVerbosity(conn_, PQERRORS_SQLSTATE);
+  // Non-blocking: libpq's blocking mode waits without a bound for the socket
+  // to take what is sent, which a server that stopped reading never does.
+  // The pipeline's sends are flushed by wait_for_input, under the statement's
+  // deadline, and every other query's by detail::round_trip.
+  if (PQsetnonblocking(conn_, 1) != 0) return broken_connection();
+  connection_bound_ = connection_bound_of(conn_);
+  const Clock::time_point deadline = Clock::now() + connection_bound_;
   // Whether PQbackendPID is this session's server process: not through a
   // pooler, which hands out a key of its own. Read once per connection, so
   // that a read-write call (which has no audit) never ends a process by a
   // number that may be anyone's.
-  const detail::BackendIdentity own = detail::backend_identity(conn_);
+  const detail::BackendIdentity own = detail::backend_identity(conn_, deadline);
+  if (lost()) return broken_connection();
   direct_ = own.pid != 0 && own.pid == PQbackendPID(conn_);
   // Before this process's first statement on the database: what a rawtool
   // with this configuration that was killed left running is ended; then this
   // connection's own server process is recorded, so that a successor can do
   // the same for it (see postgres_orphans.hpp).
-  detail::end_orphans(conn_, target_key_);
+  detail::end_orphans(conn_, target_key_, deadline);
+  if (lost()) return broken_connection();
   if (direct_ && own.start_us != 0) recorded_ = std::make_unique<detail::RecordedBackend>(target_key_, own.pid, own.start_us);
   std::lock_guard lock(cancel_mutex_);
   canceller_ = std::shared_ptr<PGcancel>(PQgetCancel(conn_), &PQfreeCancel);
@@ -722,17 +741,23 @@ bool PostgresDriver::wait_for_input() {
       deadline_ = now + client_grace;
       continue;
     }
-    pollfd socket{PQsocket(conn_), POLLIN, 0};
-    // Woken at least every quarter second to see a cancel from the caller.
-    const auto wait = std::chrono::duration_cast<milliseconds>(deadline_ - now).count() + 1;
-    const int ready = poll(&socket, 1, static_cast<int>(std::min<long long>(wait, 250)));
-    if (ready < 0 && errno != EINTR) {
+    // What the socket has not taken yet of the pipeline is pushed on here;
+    // the server may need to be read from before it reads more.
+    const int unsent = PQflush(conn_);
+    if (unsent < 0) {
       stop_ = Stop::broken;
       return false;
     }
-    if (ready > 0) {
-      if (PQconsumeInput(conn_) == 0) stop_ = Stop::broken;
-      return stop_ != Stop::broken;
+    const short events = unsent == 0 ? POLLIN : POLLIN | POLLOUT;
+    // Woken at least every quarter second to see a cancel from the caller.
+    switch (detail::wait_socket(conn_, events, std::min(deadline_, now + milliseconds(250)))) {
+      case detail::Ready::yes:
+        return true;
+      case detail::Ready::broken:
+        stop_ = Stop::broken;
+        return false;
+      case detail::Ready::timeout:
+        break;
     }
   }
 }
@@ -848,7 +873,10 @@ Failure PostgresDriver::failure_of(const PGresult* result, const Limits& limits)
 }
 
 Unavailable PostgresDriver::broken_connection() {
-  Unavailable unavailable{text_of(conn_ != nullptr ? PQerrorMessage(conn_) : nullptr)};
+  Unavailable unavailable{detail::gave_up(conn_)
+                              ? Untrusted(std::string_view("the server did not answer in time: rawtool gave the connection up "
+                                                           "(the next call opens a new one)"))
+                              : text_of(conn_ != nullptr ? PQerrorMessage(conn_) : nullptr)};
   disconnect();
   return unavailable;
 }
@@ -976,7 +1004,7 @@ Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point s
   return std::move(budget).take();
 }
 
-bool PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<Oid>& oids) {
+bool PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<Oid>& oids, Clock::time_point deadline) {
   std::vector<Oid> unknown;
   for (Oid oid : oids) {
     if (!type_names_.contains(oid) && std::find(unknown.begin(), unknown.end(), oid) == unknown.end()) {
@@ -989,8 +1017,10 @@ bool PostgresDriver::name_types(std::vector<Column>& columns, const std::vector<
     for (Oid oid : unknown) list += fmt::format("{}{}", list.size() > 1 ? "," : "", oid);
     list += "}";
     const char* values[] = {list.c_str()};
-    Result result(PQexecParams(conn_, "SELECT oid, format_type(oid, NULL) FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])",
-                               1, nullptr, values, nullptr, nullptr, 0));
+    const Result result = round_trip(
+        conn_,
+        Command{.text = "SELECT oid, format_type(oid, NULL) FROM pg_catalog.pg_type WHERE oid = ANY($1::oid[])", .values = values},
+        deadline);
     if (PQresultStatus(result.get()) == PGRES_TUPLES_OK) {
       for (int row = 0; row < PQntuples(result.get()); ++row) {
         Oid oid = 0;
@@ -1067,9 +1097,12 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   const std::string text(sql);
   constexpr const char* statement_name = "rawtool_describe";
   const auto command_ok = [](const Result& result) { return PQresultStatus(result.get()) == PGRES_COMMAND_OK; };
-  // Planning can evaluate IMMUTABLE functions; the timeout bounds them.
-  if (!command_ok(Result(PQexec(conn_, "BEGIN READ ONLY"))) ||
-      !command_ok(Result(PQexec(conn_, "SET LOCAL statement_timeout = 10000")))) {
+  // Planning can evaluate IMMUTABLE functions; the timeout bounds them, and
+  // the client waits that long and a grace for each answer.
+  const Clock::time_point deadline = Clock::now() + describe_timeout + client_grace;
+  const auto exec = [&](const char* query) { return round_trip(conn_, query, deadline); };
+  const std::string set_timeout = fmt::format("SET LOCAL statement_timeout = {}", describe_timeout.count());
+  if (!command_ok(exec("BEGIN READ ONLY")) || !command_ok(exec(set_timeout.c_str()))) {
     return broken_connection();
   }
   // Prepared statements outlive a rollback: both go with it, in one message,
@@ -1077,19 +1110,19 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   // to another server connection once the rollback leaves it idle, cannot
   // leave the statements behind on this one.
   const auto end = [&]() -> bool {
-    return command_ok(Result(PQexec(conn_, "ROLLBACK; DEALLOCATE ALL"))) && PQtransactionStatus(conn_) == PQTRANS_IDLE;
+    return command_ok(exec("ROLLBACK; DEALLOCATE ALL")) && PQtransactionStatus(conn_) == PQTRANS_IDLE;
   };
   const auto failed = [&](const Result& result) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
-    if (PQstatus(conn_) == CONNECTION_BAD || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
+    if (lost() || result == nullptr || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
     Failure failure = failure_of(result.get(), Limits{});
     if (!end()) return broken_connection();
     return failure;
   };
 
   // With the types execute sends: what fails here fails there.
-  Result prepared(PQprepare(conn_, statement_name, text.c_str(), static_cast<int>(types.size()), types.data()));
+  Result prepared = round_trip(conn_, Command{.text = text.c_str(), .prepare = statement_name, .types = types}, deadline);
   if (!command_ok(prepared)) return failed(prepared);
-  Result described(PQdescribePrepared(conn_, statement_name));
+  Result described = round_trip(conn_, Command{.describe = statement_name}, deadline);
   if (PQresultStatus(described.get()) != PGRES_COMMAND_OK) return failed(described);
   StatementShape shape;
   // The types given, and more when the statement uses a higher $n.
@@ -1099,11 +1132,11 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   // What the server makes of the placeholders on its own: the highest number
   // used, and the type it infers for each (named below).
   std::vector<Oid> inferred;
-  Result savepoint(PQexec(conn_, "SAVEPOINT rawtool_untyped"));
+  Result savepoint = exec("SAVEPOINT rawtool_untyped");
   if (!command_ok(savepoint)) return failed(savepoint);
-  Result untyped(PQprepare(conn_, "rawtool_describe_untyped", text.c_str(), 0, nullptr));
+  Result untyped = round_trip(conn_, Command{.text = text.c_str(), .prepare = "rawtool_describe_untyped"}, deadline);
   if (command_ok(untyped)) {
-    Result untyped_described(PQdescribePrepared(conn_, "rawtool_describe_untyped"));
+    Result untyped_described = round_trip(conn_, Command{.describe = "rawtool_describe_untyped"}, deadline);
     if (PQresultStatus(untyped_described.get()) == PGRES_COMMAND_OK) {
       shape.parameter_count = static_cast<std::size_t>(PQnparams(untyped_described.get()));
       for (int i = 0; i < PQnparams(untyped_described.get()); ++i) inferred.push_back(PQparamtype(untyped_described.get(), i));
@@ -1111,21 +1144,22 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   }
   // A statement whose placeholder types the server cannot tell on its own
   // fails here ($1 alone in a select list); the typed prepare above counts.
-  if (!command_ok(Result(PQexec(conn_, "ROLLBACK TO SAVEPOINT rawtool_untyped")))) return broken_connection();
+  if (!command_ok(exec("ROLLBACK TO SAVEPOINT rawtool_untyped"))) return broken_connection();
 
   // The plan, with every parameter NULL, shows whether it modifies a table.
   std::string explain = "EXPLAIN (FORMAT JSON) EXECUTE rawtool_describe";
   for (int i = 0; i < typed_count; ++i) explain += i == 0 ? "(NULL" : ", NULL";
   if (typed_count > 0) explain += ')';
-  Result plan(PQexec(conn_, explain.c_str()));
+  Result plan = exec(explain.c_str());
   if (PQresultStatus(plan.get()) != PGRES_TUPLES_OK || PQntuples(plan.get()) != 1) return failed(plan);
   // The server reads its own JSON: no plan at all is a utility command.
   const char* plan_text[] = {PQgetvalue(plan.get(), 0, 0)};
-  Result effect(PQexecParams(conn_,
-                             "SELECT CASE WHEN NOT jsonb_path_exists($1::jsonb, '$[0].Plan') THEN 'command' "
-                             "WHEN jsonb_path_exists($1::jsonb, 'strict $.**.\"Node Type\" ? (@ == \"ModifyTable\")') "
-                             "THEN 'writes' ELSE 'reads' END",
-                             1, nullptr, plan_text, nullptr, nullptr, 0));
+  Result effect = round_trip(conn_,
+                             Command{.text = "SELECT CASE WHEN NOT jsonb_path_exists($1::jsonb, '$[0].Plan') THEN 'command' "
+                                             "WHEN jsonb_path_exists($1::jsonb, 'strict $.**.\"Node Type\" ? (@ == "
+                                             "\"ModifyTable\")') THEN 'writes' ELSE 'reads' END",
+                                     .values = plan_text},
+                             deadline);
   if (PQresultStatus(effect.get()) != PGRES_TUPLES_OK || PQntuples(effect.get()) != 1) return failed(effect);
   const std::string_view effect_name = PQgetvalue(effect.get(), 0, 0);
   shape.effect = effect_name == "writes"    ? StatementShape::Effect::writes
@@ -1133,17 +1167,17 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
                                             : StatementShape::Effect::reads;
 
   std::vector<Column> named(inferred.size());
-  name_types(named, inferred);
+  name_types(named, inferred, deadline);
   for (const Column& column : named) shape.inferred_types.push_back(column.type_name);
   if (!end()) return broken_connection();
   return shape;
 }
 
-std::optional<Refusal> PostgresDriver::audit_refusal() {
+std::optional<Refusal> PostgresDriver::audit_refusal(Clock::time_point deadline) {
   if (!audit_ || Clock::now() - audited_at_ >= audit_lifetime) {
-    audit_ = detail::audit_session(conn_, options_.refuse_hazards);
+    audit_ = detail::audit_session(conn_, deadline, options_.refuse_hazards);
     audited_at_ = Clock::now();
-    room_hazard_ = audit_ ? detail::connection_room_hazard(conn_, options_.pool_size) : std::nullopt;
+    room_hazard_ = audit_ ? detail::connection_room_hazard(conn_, options_.pool_size, deadline) : std::nullopt;
     if (!audit_) {
       return refuse(RefusalReason::not_permitted,
                     "Read-only mode could not audit what this connection's role can do, so it refuses to run.");
@@ -1237,13 +1271,16 @@ bool PostgresDriver::end_backend(int pid) {
   // The backend's end closes this connection's socket: that, not a lookup by
   // pid, is what shows that the session that ran the statement is gone.
   notices_ = nullptr;
-  while (PQconsumeInput(conn_) == 1) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd socket{PQsocket(conn_), POLLIN, 0};
-    if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return false;
+  for (;;) {
+    switch (detail::wait_socket(conn_, POLLIN, deadline)) {
+      case detail::Ready::broken:
+        return PQstatus(conn_) == CONNECTION_BAD;
+      case detail::Ready::timeout:
+        return false;
+      case detail::Ready::yes:
+        break;
+    }
   }
-  return true;
 }
 
 Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
@@ -1274,8 +1311,11 @@ Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
   }
   const std::string pid = std::to_string(call.server_pid);
   const char* values[] = {call.pooled ? call.transaction_started.c_str() : nullptr, pid.c_str()};
-  Result found(PQexecParams(
+  // After the statement: bounded like the connection's own work.
+  const Clock::time_point deadline = Clock::now() + connection_bound_;
+  const Result found = round_trip(
       conn_,
+      Command{.text =
       "SELECT p.gid FROM pg_catalog.pg_prepared_xacts p "
       "JOIN pg_catalog.pg_locks x ON x.locktype = 'transactionid' AND x.transactionid = p.transaction AND x.pid IS NULL "
       "LEFT JOIN pg_catalog.pg_locks me ON me.locktype = 'virtualxid' AND me.pid = pg_catalog.pg_backend_pid() "
@@ -1284,7 +1324,8 @@ Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
       "pg_catalog.split_part(x.virtualtransaction, '/', 1) = pg_catalog.split_part(me.virtualtransaction, '/', 1) "
       "AND p.prepared >= (SELECT a.backend_start FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid()) "
       "ELSE p.prepared >= $1::timestamptz END",
-      2, nullptr, values, nullptr, nullptr, 0));
+              .values = values},
+      deadline);
   if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
     refusal.explanation +=
         " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
@@ -1304,7 +1345,7 @@ Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
     }
     const std::string rollback = std::string("ROLLBACK PREPARED ") + literal;
     PQfreemem(literal);
-    Result done(PQexec(conn_, rollback.c_str()));
+    const Result done = round_trip(conn_, rollback.c_str(), deadline);
     if (PQresultStatus(done.get()) == PGRES_COMMAND_OK) {
       ++rolled_back;
     } else {
@@ -1628,6 +1669,9 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   auto bound_or_refusal = bind_parameters(params);
   if (auto* refusal = std::get_if<Refusal>(&bound_or_refusal)) return std::move(*refusal);
 
+  // The work before the statement (the audit) waits no longer than the
+  // statement itself may.
+  const Clock::time_point call_deadline = Clock::now() + limits.statement_timeout + client_grace;
   if (auto unavailable = connect()) return std::move(*unavailable);
   // Whatever this call does, the guard is the unnamed statement afterwards
   // only if finish() says so.
@@ -1635,10 +1679,9 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   const bool read_only = mode == AccessMode::read_only;
   if (read_only) {
     const Clock::time_point audited = audited_at_;
-    if (auto refusal = audit_refusal()) {
-      if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
-      return std::move(*refusal);
-    }
+    std::optional<Refusal> refusal = audit_refusal(call_deadline);
+    if (lost()) return broken_connection();
+    if (refusal) return std::move(*refusal);
     if (audited_at_ != audited) guard_kept = false;  // the audit's queries replaced it, and the guard may differ
   }
   if (auto refusal = reserve_refusal()) return std::move(*refusal);
@@ -1752,10 +1795,10 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // again, now, and its refusal is the answer, in the words it always has.
   audit_.reset();
   if (auto unavailable = connect()) return std::move(*unavailable);
-  if (auto refusal = audit_refusal()) {
-    if (PQstatus(conn_) == CONNECTION_BAD) return broken_connection();
-    return std::move(*refusal);
-  }
+  // After the statement: bounded like the connection's own work.
+  std::optional<Refusal> refusal = audit_refusal(Clock::now() + connection_bound_);
+  if (lost()) return broken_connection();
+  if (refusal) return std::move(*refusal);
   return outcome;  // granted and revoked again in between: the statement still did not run
 }
 
@@ -1813,8 +1856,11 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
   if (!call.clean || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
     queried_after = true;
     session_timeouts_.reset();  // DISCARD ALL resets them
-    Result rollback(PQexec(conn_, "ROLLBACK"));
-    Result discard(PQexec(conn_, "DISCARD ALL"));
+    // After the statement, when the call's deadline may have passed: bounded
+    // like the connection's own work.
+    const Clock::time_point deadline = Clock::now() + connection_bound_;
+    const Result rollback = round_trip(conn_, "ROLLBACK", deadline);
+    const Result discard = round_trip(conn_, "DISCARD ALL", deadline);
     if (PQresultStatus(discard.get()) != PGRES_COMMAND_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE) {
       disconnect();  // a session that cannot be made clean is not used again
     }
@@ -1828,7 +1874,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
   }
   if (largest_message_ > keep_connection_below_bytes) disconnect();  // gives libpq's input buffer back
   if (auto* rows = std::get_if<Rows>(&outcome); rows != nullptr && conn_ != nullptr) {
-    queried_after = name_types(rows->columns, column_types_) || queried_after;
+    queried_after = name_types(rows->columns, column_types_, Clock::now() + connection_bound_) || queried_after;
   }
   if (call.give_up_connection) disconnect();  // after the types are named, on this connection
   // Nothing was sent after the pipeline (a reset, the prepared-transaction

@@ -1,6 +1,7 @@
 // Record files of the server processes a rawtool process started, and the
 // ending of those a dead process left running. See detail/postgres_orphans.hpp.
 #include "detail/postgres_orphans.hpp"
+#include "detail/postgres_round_trip.hpp"
 
 #include <rawtool/crypto.hpp>
 
@@ -31,11 +32,6 @@ constexpr std::string_view record_header = "rawtool backends 1\n";
 
 /// How long a round waits for the backends it ended to leave pg_stat_activity.
 constexpr std::chrono::seconds ending_patience{5};
-
-struct ResultDeleter {
-  void operator()(PGresult* result) const noexcept { PQclear(result); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
 struct Line {
   std::string key;
@@ -188,7 +184,7 @@ private:
 /// Ends the backends of `lines` on `conn` and waits for them to go. Returns
 /// the lines whose backend is still there (empty when all went); std::nullopt
 /// when the server did not answer.
-std::optional<std::vector<Line>> end_backends(PGconn* conn, const std::vector<Line>& lines) {
+std::optional<std::vector<Line>> end_backends(PGconn* conn, const std::vector<Line>& lines, SteadyClock::time_point deadline) {
   if (lines.empty()) return std::vector<Line>{};
   std::string pids = "{";
   std::string starts = "{";
@@ -210,14 +206,14 @@ std::optional<std::vector<Line>> end_backends(PGconn* conn, const std::vector<Li
   // (of the server, for a superuser) before the join narrowed it.
   const std::string terminate = std::string("WITH matched AS MATERIALIZED (") + still_there +
                                 ") SELECT m.pid, pg_catalog.pg_terminate_backend(m.pid::integer) FROM matched m";
-  const Result ended(PQexecParams(conn, terminate.c_str(), 2, nullptr, values, nullptr, nullptr, 0));
+  const Result ended = round_trip(conn, Command{.text = terminate.c_str(), .values = values}, deadline);
   if (PQresultStatus(ended.get()) != PGRES_TUPLES_OK) return std::nullopt;
-  const auto deadline = std::chrono::steady_clock::now() + ending_patience;
+  const auto patience = std::min(deadline, SteadyClock::now() + ending_patience);
   for (;;) {
-    const Result left(PQexecParams(conn, still_there, 2, nullptr, values, nullptr, nullptr, 0));
+    const Result left = round_trip(conn, Command{.text = still_there, .values = values}, deadline);
     if (PQresultStatus(left.get()) != PGRES_TUPLES_OK) return std::nullopt;
     if (PQntuples(left.get()) == 0) return std::vector<Line>{};
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (SteadyClock::now() >= patience) {
       std::vector<Line> remaining;
       for (int row = 0; row < PQntuples(left.get()); ++row) {
         const std::string_view pid = PQgetvalue(left.get(), row, 0);
@@ -232,7 +228,7 @@ std::optional<std::vector<Line>> end_backends(PGconn* conn, const std::vector<Li
 
 /// One round over the record files of processes that have ended. False when
 /// it could not finish (the connection failed), so it is tried again.
-bool end_orphans_once(PGconn* conn, const std::string& key) {
+bool end_orphans_once(PGconn* conn, const std::string& key, SteadyClock::time_point deadline) {
   const int directory = open_record_directory();
   if (directory < 0) return true;  // nothing was recorded anywhere rawtool would look
   const std::string own = ProcessRecord::instance().own_name();
@@ -262,7 +258,7 @@ bool end_orphans_once(PGconn* conn, const std::string& key) {
     std::vector<Line> keep;
     std::vector<Line> mine;
     for (Line& line : parse_lines(read_all(fd))) (line.key == key ? mine : keep).push_back(std::move(line));
-    const std::optional<std::vector<Line>> remaining = end_backends(conn, mine);
+    const std::optional<std::vector<Line>> remaining = end_backends(conn, mine, deadline);
     if (!remaining) {
       finished = false;
       keep.insert(keep.end(), mine.begin(), mine.end());
@@ -306,7 +302,7 @@ RecordedBackend::~RecordedBackend() {
   if (id_ != 0 && !kept_) ProcessRecord::instance().remove(id_);
 }
 
-void end_orphans(PGconn* conn, const std::string& key) {
+void end_orphans(PGconn* conn, const std::string& key, SteadyClock::time_point deadline) {
   struct Round {
     std::mutex mutex;
     bool done = false;  ///< guarded by mutex
@@ -322,13 +318,14 @@ void end_orphans(PGconn* conn, const std::string& key) {
   }
   std::lock_guard lock(round->mutex);  // a second driver of the database waits for the first's round
   if (round->done) return;
-  round->done = end_orphans_once(conn, key);
+  round->done = end_orphans_once(conn, key, deadline);
 }
 
-BackendIdentity backend_identity(PGconn* conn) {
-  const Result result(PQexec(conn,
-                             "SELECT pg_catalog.pg_backend_pid(), (SELECT (extract(epoch FROM a.backend_start) * "
-                             "1000000)::bigint FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid())"));
+BackendIdentity backend_identity(PGconn* conn, SteadyClock::time_point deadline) {
+  const Result result = round_trip(conn,
+                                   "SELECT pg_catalog.pg_backend_pid(), (SELECT (extract(epoch FROM a.backend_start) * "
+                                   "1000000)::bigint FROM pg_catalog.pg_stat_activity a WHERE a.pid = pg_catalog.pg_backend_pid())",
+                                   deadline);
   BackendIdentity identity;
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1 || PQnfields(result.get()) != 2) {
     return identity;

@@ -1,6 +1,7 @@
 // The reserve connection that ends a runaway statement, and the connection
 // room hazard. See detail/postgres_terminator.hpp.
 #include "detail/postgres_terminator.hpp"
+#include "detail/postgres_round_trip.hpp"
 
 #include <poll.h>
 
@@ -15,11 +16,6 @@ namespace rawtool::detail {
 namespace {
 
 using std::chrono::milliseconds;
-
-struct ResultDeleter {
-  void operator()(PGresult* result) const noexcept { PQclear(result); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
 void ignore_notice(void*, const PGresult*) {}
 
@@ -52,7 +48,7 @@ std::variant<std::string, Unavailable> read_password_file(const std::string& fil
 }
 
 bool idle_connection_alive(PGconn* conn) {
-  bool alive = PQstatus(conn) == CONNECTION_OK;
+  bool alive = PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
   for (int reads = 0; alive && reads < 4; ++reads) {
     pollfd socket{PQsocket(conn), POLLIN, 0};
     if (poll(&socket, 1, 0) == 0) break;
@@ -82,22 +78,10 @@ PGconn* connect_until(const std::string& conninfo, const std::optional<std::stri
 std::optional<std::string> query_until(PGconn* conn, const char* sql, const std::string& parameter,
                                        SteadyClock::time_point deadline) {
   const char* values[] = {parameter.c_str()};
-  if (PQsendQueryParams(conn, sql, 1, nullptr, values, nullptr, nullptr, 0) != 1) return std::nullopt;
-  std::optional<std::string> answer;
-  for (;;) {
-    while (PQisBusy(conn) == 1) {
-      const long long left = left_ms(deadline);
-      if (left <= 0) return std::nullopt;
-      pollfd socket{PQsocket(conn), POLLIN, 0};
-      if (poll(&socket, 1, static_cast<int>(left)) < 0 && errno != EINTR) return std::nullopt;
-      if (PQconsumeInput(conn) == 0) return std::nullopt;
-    }
-    Result result(PQgetResult(conn));
-    if (result == nullptr) return answer;
-    if (PQresultStatus(result.get()) == PGRES_TUPLES_OK && PQntuples(result.get()) > 0) {
-      answer = std::string(PQgetvalue(result.get(), 0, 0));
-    }
-  }
+  const Result result = round_trip(conn, Command{.text = sql, .values = values}, deadline);
+  if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) return std::nullopt;
+  if (PQntuples(result.get()) == 0) return std::string();
+  return std::string(PQgetvalue(result.get(), 0, 0));
 }
 
 std::shared_ptr<Terminator> Terminator::of(const std::string& conninfo, const std::string& password_file) {
@@ -191,9 +175,9 @@ bool Terminator::terminate(int pid, SteadyClock::time_point deadline) {
   return answer == std::optional<std::string>("t");
 }
 
-std::optional<Hazard> connection_room_hazard(PGconn* conn, std::size_t pool_size) {
+std::optional<Hazard> connection_room_hazard(PGconn* conn, std::size_t pool_size, SteadyClock::time_point deadline) {
   // reserved_connections exists from PostgreSQL 16 on; missing_ok reads NULL before.
-  const Result result(PQexec(conn,
+  const Result result = round_trip(conn,
                              "SELECT r.rolconnlimit, "
                              "(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity a "
                              "  WHERE a.usesysid = r.oid AND a.backend_type = 'client backend'), "
@@ -203,7 +187,8 @@ std::optional<Hazard> connection_room_hazard(PGconn* conn, std::size_t pool_size
                              "(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity a "
                              "  WHERE a.backend_type = 'client backend'), "
                              "r.rolname::text "
-                             "FROM pg_catalog.pg_roles r WHERE r.rolname = session_user"));
+                             "FROM pg_catalog.pg_roles r WHERE r.rolname = session_user",
+                             deadline);
   if (PQresultStatus(result.get()) != PGRES_TUPLES_OK || PQntuples(result.get()) != 1 || PQnfields(result.get()) != 5) {
     return std::nullopt;
   }

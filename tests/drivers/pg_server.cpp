@@ -41,6 +41,38 @@ std::string pg_admin(const std::string& sql) {
   return {};
 }
 
+ProxyTarget proxy_target(const std::string& url) {
+  char* complaint = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &complaint);
+  if (complaint != nullptr) PQfreemem(complaint);
+  REQUIRE(options != nullptr);
+  ProxyTarget target;
+  std::string hostaddr;
+  for (PQconninfoOption* option = options; option->keyword != nullptr; ++option) {
+    if (option->val == nullptr) continue;
+    const std::string_view keyword = option->keyword;
+    if (keyword == "port") target.port = static_cast<std::uint16_t>(std::stoi(option->val));
+    if (keyword == "user") target.user = option->val;
+    if (keyword == "dbname") target.database = option->val;
+    if (keyword == "host") target.host = option->val;
+    if (keyword == "hostaddr") hostaddr = option->val;
+  }
+  PQconninfoFree(options);
+  // libpq connects to hostaddr when it is given.
+  if (!hostaddr.empty()) target.host = hostaddr;
+  INFO("RAWTOOL_TEST_PG_URL must name one server by TCP host for the proxy: " << url);
+  REQUIRE(!target.host.empty());
+  REQUIRE(target.host.front() != '/');
+  REQUIRE(target.host.find(',') == std::string::npos);
+  return target;
+}
+
+std::string ProxyTarget::url_through(std::uint16_t proxy_port, std::string_view options) const {
+  std::string through = "postgresql://" + user + "@127.0.0.1:" + std::to_string(proxy_port) + "/" + database;
+  if (!options.empty()) through += "?" + std::string(options);
+  return through;
+}
+
 void wait_until_sleeping(const std::string& pid) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (pg_admin("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid + " AND wait_event = 'PgSleep'") != "1") {

@@ -598,34 +598,9 @@ TEST_CASE("a server that stops answering cannot hold a call past the deadline, a
           "[postgres][connection]") {
   const auto url = pg_url();
   if (!url) return;
-  char* complaint = nullptr;
-  PQconninfoOption* options = PQconninfoParse(url->c_str(), &complaint);
-  REQUIRE(options != nullptr);
-  std::string user = "postgres";
-  std::string database;
-  std::string host;
-  std::string hostaddr;
-  std::uint16_t port = 5432;
-  for (PQconninfoOption* option = options; option->keyword != nullptr; ++option) {
-    if (option->val == nullptr) continue;
-    const std::string_view keyword = option->keyword;
-    if (keyword == "port") port = static_cast<std::uint16_t>(std::stoi(option->val));
-    if (keyword == "user") user = option->val;
-    if (keyword == "dbname") database = option->val;
-    if (keyword == "host") host = option->val;
-    if (keyword == "hostaddr") hostaddr = option->val;
-  }
-  PQconninfoFree(options);
-  // The proxy stands between the driver and the server the URL names, wherever
-  // that is (another container in docker/compose.test.yaml); libpq connects to
-  // hostaddr when it is given.
-  const std::string upstream = hostaddr.empty() ? host : hostaddr;
-  INFO("RAWTOOL_TEST_PG_URL must name one server by TCP host for the proxy: " << *url);
-  REQUIRE(!upstream.empty());
-  REQUIRE(upstream.front() != '/');
-  REQUIRE(upstream.find(',') == std::string::npos);
-  rawtool::test::TcpProxy proxy(upstream, port);
-  auto driver = superuser_driver(fmt::format("postgresql://{}@127.0.0.1:{}/{}", user, proxy.port(), database));
+  const rawtool::test::ProxyTarget target = rawtool::test::proxy_target(*url);
+  rawtool::test::TcpProxy proxy(target.host, target.port);
+  auto driver = superuser_driver(target.url_through(proxy.port()));
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
 
   Limits limits;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -59,11 +60,26 @@ TcpProxy::~TcpProxy() {
   close(listener_);
 }
 
+void TcpProxy::freeze_on(std::string pattern) {
+  std::lock_guard lock(pattern_mutex_);
+  pattern_ = std::move(pattern);
+}
+
 void TcpProxy::run() {
   struct Pair {
     int client;
     int server;  // -1 until connected upstream
     bool open = true;
+    std::string tail{};  // the client's last bytes, for a pattern cut across two reads
+    std::string held{};  // the client's bytes freeze_on held, forwarded at thaw
+  };
+  const auto send_all = [](int to, const char* data, std::size_t size) {
+    for (std::size_t sent = 0; sent < size;) {
+      const ssize_t wrote = write(to, data + sent, size - sent);
+      if (wrote <= 0) return false;
+      sent += static_cast<std::size_t>(wrote);
+    }
+    return true;
   };
   std::vector<Pair> pairs;
   std::array<char, 65536> buffer{};
@@ -87,6 +103,15 @@ void TcpProxy::run() {
     }
     if (frozen) continue;
     for (Pair& pair : pairs) {
+      if (!pair.open || pair.held.empty()) continue;
+      if (!send_all(pair.server, pair.held.data(), pair.held.size())) {
+        close(pair.client);
+        close(pair.server);
+        pair.open = false;
+      }
+      pair.held.clear();
+    }
+    for (Pair& pair : pairs) {
       if (!pair.open || pair.server >= 0) continue;
       pair.server = socket(upstream_.ss_family, SOCK_STREAM, 0);
       if (connect(pair.server, reinterpret_cast<const sockaddr*>(&upstream_), upstream_length_) != 0) {
@@ -104,12 +129,20 @@ void TcpProxy::run() {
       const int from = owners[i].second ? pair.client : pair.server;
       const int to = owners[i].second ? pair.server : pair.client;
       const ssize_t got = read(from, buffer.data(), buffer.size());
-      bool failed = got <= 0;
-      for (ssize_t sent = 0; !failed && sent < got;) {
-        const ssize_t wrote = write(to, buffer.data() + sent, static_cast<std::size_t>(got - sent));
-        failed = wrote <= 0;
-        sent += wrote;
+      if (got > 0 && owners[i].second) {
+        std::lock_guard lock(pattern_mutex_);
+        if (!pattern_.empty()) {
+          const std::string seen = pair.tail + std::string(buffer.data(), static_cast<std::size_t>(got));
+          pair.tail = seen.substr(seen.size() - std::min(seen.size(), pattern_.size()));
+          if (seen.find(pattern_) != std::string::npos) {
+            pattern_.clear();
+            frozen_.store(true);
+            pair.held.assign(buffer.data(), static_cast<std::size_t>(got));
+            break;  // nothing more is forwarded while frozen
+          }
+        }
       }
+      const bool failed = got <= 0 || !send_all(to, buffer.data(), static_cast<std::size_t>(got));
       if (failed) {
         close(pair.client);
         close(pair.server);

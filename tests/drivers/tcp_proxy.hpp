@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -26,7 +27,15 @@ public:
   /// The port the proxy listens on (127.0.0.1).
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   void freeze() noexcept { frozen_.store(true); }
+  /// Forwards again, first what freeze_on held.
   void thaw() noexcept { frozen_.store(false); }
+  /// Freezes as soon as a client sends bytes holding `pattern` (a query's
+  /// text): those bytes are held, not forwarded, so the server never sees the
+  /// query until thaw(). A partition at exactly that step, set off by the
+  /// step itself rather than by a clock.
+  void freeze_on(std::string pattern);
+  /// True while frozen (by freeze(), or by freeze_on once its pattern passed).
+  [[nodiscard]] bool frozen() const noexcept { return frozen_.load(); }
 
 private:
   void run();
@@ -36,6 +45,8 @@ private:
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> frozen_{false};
+  std::mutex pattern_mutex_;
+  std::string pattern_;  ///< guarded by pattern_mutex_; empty: none
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -34,11 +35,14 @@ struct SessionAudit {
   std::string guard;
 };
 
-/// Runs the audit on `conn` (one round trip). std::nullopt when the server
-/// did not answer it as expected; the caller then treats the session as
-/// refused. A hazard of a kind in `refuse_hazards` is marked refused.
+/// Runs the audit on `conn` (two round trips), waiting no later than
+/// `deadline`. std::nullopt when the server did not answer it as expected;
+/// the caller then treats the session as refused, or as lost when the
+/// deadline passed (gave_up in postgres_round_trip.hpp). A hazard of a kind
+/// in `refuse_hazards` is marked refused.
 /// REQUIRES: the connection is idle and not in pipeline mode.
-std::optional<SessionAudit> audit_session(PGconn* conn, std::span<const HazardKind> refuse_hazards = {});
+std::optional<SessionAudit> audit_session(PGconn* conn, std::chrono::steady_clock::time_point deadline,
+                                          std::span<const HazardKind> refuse_hazards = {});
 
 /// The refusal read-only mode answers with while `audit` holds a refused
 /// hazard, in rawtool's own words (no role or function names); std::nullopt

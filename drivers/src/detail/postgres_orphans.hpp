@@ -34,6 +34,7 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -72,16 +73,18 @@ private:
 /// described above. Runs once per key per process, before `conn` runs anything
 /// else; a caller with the same key that comes meanwhile waits until it is
 /// done. A round that could not finish (the connection failed) is tried again
-/// at the next connection. REQUIRES: `conn` idle, not in pipeline mode.
-void end_orphans(PGconn* conn, const std::string& key);
+/// at the next connection. Its queries wait no later than `deadline` (then
+/// the connection is given up: gave_up in postgres_round_trip.hpp).
+/// REQUIRES: `conn` idle, not in pipeline mode.
+void end_orphans(PGconn* conn, const std::string& key, std::chrono::steady_clock::time_point deadline);
 
 /// This connection's server process start, in microseconds since the epoch,
 /// as the server reports it (pg_stat_activity.backend_start), and its pid: the
-/// pair a record holds. {0, 0} when the server did not answer.
+/// pair a record holds. {0, 0} when the server did not answer by `deadline`.
 struct BackendIdentity {
   int pid = 0;
   std::int64_t start_us = 0;
 };
-BackendIdentity backend_identity(PGconn* conn);
+BackendIdentity backend_identity(PGconn* conn, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace rawtool::detail

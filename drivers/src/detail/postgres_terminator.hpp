@@ -45,6 +45,8 @@ std::variant<std::string, Unavailable> read_password_file(const std::string& fil
 /// nothing to read: input means the backend ended (idle_session_timeout, a
 /// restart, pg_terminate_backend) and left its goodbye or an EOF, which can
 /// take two reads, or sent a parameter change, which is read and dropped.
+/// A connection that is not idle (a round trip given up at its deadline left
+/// its query pending) is not alive either.
 bool idle_connection_alive(PGconn* conn);
 
 /// Opens a connection for `conninfo` (with the password, when given) without
@@ -53,7 +55,8 @@ PGconn* connect_until(const std::string& conninfo, const std::optional<std::stri
                       SteadyClock::time_point deadline);
 
 /// Runs `sql` with one text parameter on `conn` without waiting past
-/// `deadline`. The first cell, or std::nullopt when it failed or the deadline passed.
+/// `deadline`. The first cell ("" when no row), or std::nullopt when it
+/// failed or the deadline passed.
 std::optional<std::string> query_until(PGconn* conn, const char* sql, const std::string& parameter,
                                        SteadyClock::time_point deadline);
 
@@ -105,7 +108,7 @@ private:
 /// max_connections, leaves no room for `pool_size` connections and the
 /// reserve one beside them (refused), or a report of the room there is when
 /// the role has a limit. std::nullopt when neither applies or the server did
-/// not answer. REQUIRES: `conn` idle and not in pipeline mode.
-std::optional<Hazard> connection_room_hazard(PGconn* conn, std::size_t pool_size);
+/// not answer by `deadline`. REQUIRES: `conn` idle and not in pipeline mode.
+std::optional<Hazard> connection_room_hazard(PGconn* conn, std::size_t pool_size, SteadyClock::time_point deadline);
 
 }  // namespace rawtool::detail
