@@ -1095,7 +1095,11 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   if (auto unavailable = connect()) return std::move(*unavailable);
   rows_seen_ = 0;
   const std::string text(sql);
-  constexpr const char* statement_name = "rawtool_describe";
+  // Every statement here is the unnamed one. A pooler that tracks named
+  // statements (PgBouncer from 1.21 with max_prepared_statements, on by
+  // default from 1.22) renames them on the server, where SQL cannot find them
+  // by their name, and keeps them there after the session deallocates them.
+  constexpr const char* unnamed = "";
   const auto command_ok = [](const Result& result) { return PQresultStatus(result.get()) == PGRES_COMMAND_OK; };
   // Planning can evaluate IMMUTABLE functions; the timeout bounds them, and
   // the client waits that long and a grace for each answer.
@@ -1120,23 +1124,25 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   };
 
   // With the types execute sends: what fails here fails there.
-  Result prepared = round_trip(conn_, Command{.text = text.c_str(), .prepare = statement_name, .types = types}, deadline);
+  Result prepared = round_trip(conn_, Command{.text = text.c_str(), .prepare = unnamed, .types = types}, deadline);
   if (!command_ok(prepared)) return failed(prepared);
-  Result described = round_trip(conn_, Command{.describe = statement_name}, deadline);
+  Result described = round_trip(conn_, Command{.describe = unnamed}, deadline);
   if (PQresultStatus(described.get()) != PGRES_COMMAND_OK) return failed(described);
   StatementShape shape;
   // The types given, and more when the statement uses a higher $n.
   const int typed_count = PQnparams(described.get());
   shape.parameter_count = static_cast<std::size_t>(typed_count);
+  std::vector<Oid> typed(static_cast<std::size_t>(typed_count));
+  for (int i = 0; i < typed_count; ++i) typed[static_cast<std::size_t>(i)] = PQparamtype(described.get(), i);
 
   // What the server makes of the placeholders on its own: the highest number
   // used, and the type it infers for each (named below).
   std::vector<Oid> inferred;
   Result savepoint = exec("SAVEPOINT rawtool_untyped");
   if (!command_ok(savepoint)) return failed(savepoint);
-  Result untyped = round_trip(conn_, Command{.text = text.c_str(), .prepare = "rawtool_describe_untyped"}, deadline);
+  Result untyped = round_trip(conn_, Command{.text = text.c_str(), .prepare = unnamed}, deadline);
   if (command_ok(untyped)) {
-    Result untyped_described = round_trip(conn_, Command{.describe = "rawtool_describe_untyped"}, deadline);
+    Result untyped_described = round_trip(conn_, Command{.describe = unnamed}, deadline);
     if (PQresultStatus(untyped_described.get()) == PGRES_COMMAND_OK) {
       shape.parameter_count = static_cast<std::size_t>(PQnparams(untyped_described.get()));
       for (int i = 0; i < PQnparams(untyped_described.get()); ++i) inferred.push_back(PQparamtype(untyped_described.get(), i));
@@ -1146,14 +1152,33 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   // fails here ($1 alone in a select list); the typed prepare above counts.
   if (!command_ok(exec("ROLLBACK TO SAVEPOINT rawtool_untyped"))) return broken_connection();
 
-  // The plan, with every parameter NULL, shows whether it modifies a table.
-  std::string explain = "EXPLAIN (FORMAT JSON) EXECUTE rawtool_describe";
-  for (int i = 0; i < typed_count; ++i) explain += i == 0 ? "(NULL" : ", NULL";
-  if (typed_count > 0) explain += ')';
-  Result plan = exec(explain.c_str());
-  if (PQresultStatus(plan.get()) != PGRES_TUPLES_OK || PQntuples(plan.get()) != 1) return failed(plan);
+  // The plan, with the types above and every parameter NULL, shows whether
+  // it modifies a table. The statement parsed alone above as one statement,
+  // so after this prefix it is EXPLAIN's statement, nothing else; one that
+  // EXPLAIN does not take (a utility command) is a syntax error there.
+  constexpr std::string_view explain_prefix = "EXPLAIN (FORMAT JSON) ";
+  const std::string explain = std::string(explain_prefix) + text;
+  const std::vector<const char*> nulls(typed.size(), nullptr);
+  Result plan_savepoint = exec("SAVEPOINT rawtool_plan");
+  if (!command_ok(plan_savepoint)) return failed(plan_savepoint);
+  Result plan = round_trip(conn_, Command{.text = explain.c_str(), .values = nulls, .one_statement = true, .types = typed},
+                           deadline);
+  const bool utility = PQresultStatus(plan.get()) == PGRES_FATAL_ERROR &&
+                       std::string_view(PQresultErrorField(plan.get(), PG_DIAG_SQLSTATE) != nullptr
+                                            ? PQresultErrorField(plan.get(), PG_DIAG_SQLSTATE)
+                                            : "") == "42601";
+  if (utility) {
+    if (!command_ok(exec("ROLLBACK TO SAVEPOINT rawtool_plan"))) return broken_connection();
+  } else if (PQresultStatus(plan.get()) != PGRES_TUPLES_OK || PQntuples(plan.get()) != 1) {
+    auto failure = failed(plan);
+    // A position is the statement's, not the prefixed text's.
+    if (auto* f = std::get_if<Failure>(&failure); f != nullptr && f->position && *f->position > static_cast<std::int64_t>(explain_prefix.size())) {
+      *f->position -= static_cast<std::int64_t>(explain_prefix.size());
+    }
+    return failure;
+  }
   // The server reads its own JSON: no plan at all is a utility command.
-  const char* plan_text[] = {PQgetvalue(plan.get(), 0, 0)};
+  const char* plan_text[] = {utility ? "[{}]" : PQgetvalue(plan.get(), 0, 0)};
   Result effect = round_trip(conn_,
                              Command{.text = "SELECT CASE WHEN NOT jsonb_path_exists($1::jsonb, '$[0].Plan') THEN 'command' "
                                              "WHEN jsonb_path_exists($1::jsonb, 'strict $.**.\"Node Type\" ? (@ == "

@@ -57,7 +57,7 @@ Result round_trip(PGconn* conn, const Command& command, SteadyClock::time_point 
     sent = PQsendDescribePrepared(conn, command.describe);
   } else if (command.prepare != nullptr) {
     sent = PQsendPrepare(conn, command.prepare, command.text, types, type_data);
-  } else if (!command.values.empty()) {
+  } else if (!command.values.empty() || command.one_statement) {
     sent = PQsendQueryParams(conn, command.text, static_cast<int>(command.values.size()), type_data,
                              command.values.data(), nullptr, nullptr, 0);
   } else {

@@ -186,7 +186,7 @@ TEST_CASE("a partition during describe is answered as a lost connection within d
   const auto url = pg_url();
   if (!url) return;
   Proxied proxied(*url);
-  proxied.proxy.freeze_on("EXPLAIN (FORMAT JSON) EXECUTE rawtool_describe");
+  proxied.proxy.freeze_on("EXPLAIN (FORMAT JSON) SELECT 1");
   using Described = std::variant<rawtool::StatementShape, rawtool::Failure, Refusal, Unavailable>;
   bool frozen = false;
   // Describe plans under a statement_timeout of 10 s and waits a grace of 2 s more.

@@ -47,6 +47,7 @@ Ready wait_socket(PGconn* conn, short events, SteadyClock::time_point until);
 struct Command {
   const char* text = nullptr;  ///< the query (several statements when no values), or the statement to prepare
   std::span<const char* const> values{};  ///< text parameters; any makes it one statement (extended protocol)
+  bool one_statement = false;             ///< the extended protocol (one statement) even with no values
   const char* prepare = nullptr;          ///< prepare `text` under this name (types: `types`)
   const char* describe = nullptr;         ///< describe this prepared statement; `text` unused
   std::span<const Oid> types{};
