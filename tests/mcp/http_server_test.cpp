@@ -26,8 +26,6 @@
 #include <string>
 #include <thread>
 
-#include <sys/socket.h>
-#include <sys/time.h>
 
 namespace {
 
@@ -55,15 +53,13 @@ ServerDescription description() {
   return described;
 }
 
-// One keep-alive connection to the server; every read gives up after 10 s
-// (an error, so a server that never answers fails the test instead of
-// hanging it).
+// One keep-alive connection to the server; a response that does not come
+// within 10 s is an error, so a server that never answers fails the test
+// instead of hanging it.
 class Client {
 public:
-  explicit Client(std::uint16_t port) : socket_(io_) {
-    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-    const timeval limit{10, 0};
-    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  explicit Client(std::uint16_t port) : stream_(io_) {
+    stream_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   }
 
   void send(const json& message, const std::string& session = {}) {
@@ -74,11 +70,16 @@ public:
     if (!session.empty()) request.set("Mcp-Session-Id", session);
     request.body() = message.dump();
     request.prepare_payload();
-    http::write(socket_, request);
+    http::write(stream_, request);
   }
   http::response<http::string_body> receive() {
     http::response<http::string_body> response;
-    http::read(socket_, buffer_, response);
+    beast::error_code result;
+    stream_.expires_after(10s);
+    http::async_read(stream_, buffer_, response, [&](beast::error_code error, std::size_t) { result = error; });
+    io_.restart();
+    io_.run();
+    if (result) throw beast::system_error(result);
     return response;
   }
   http::response<http::string_body> post(const json& message, const std::string& session = {}) {
@@ -99,7 +100,7 @@ public:
 
 private:
   asio::io_context io_;
-  tcp::socket socket_;
+  beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
 };
 
