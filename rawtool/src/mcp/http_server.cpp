@@ -307,7 +307,9 @@ private:
   std::uint16_t port_ = 0;
   std::mutex stop_mutex_;
   std::condition_variable stop_changed_;
-  bool started_ = false;        // guarded by stop_mutex_
+  std::mutex start_mutex_;
+  bool serving_ = false;        // start() bound the address; guarded by start_mutex_
+  bool start_called_ = false;   // guarded by stop_mutex_
   bool stopping_ = false;       // stop() was called; guarded by stop_mutex_
   bool shutting_down_ = false;  // a wait() runs the stop; guarded by stop_mutex_
   bool shut_down_ = false;      // the stop is complete; guarded by stop_mutex_
@@ -874,11 +876,13 @@ void Server::stop() noexcept {
 }
 
 void Server::start() {
+  // Held until the server serves: a stop meanwhile waits for the start.
+  const std::lock_guard starting(start_mutex_);
   {
     std::lock_guard lock(stop_mutex_);
-    if (started_) throw std::logic_error("HttpServer::start called twice");
+    if (start_called_) throw std::logic_error("HttpServer::start called twice");
+    start_called_ = true;
     if (stopping_) return;  // stopped before it started: nothing to serve
-    started_ = true;
   }
   const tcp::endpoint endpoint(asio::ip::make_address(config_.listen.host), config_.listen.port);
   acceptor_.open(endpoint.protocol());
@@ -887,6 +891,7 @@ void Server::start() {
   acceptor_.listen(asio::socket_base::max_listen_connections);
   const tcp::endpoint bound = acceptor_.local_endpoint();
   port_ = bound.port();
+  serving_ = true;  // from here on, the stop has something to stop
 
   accept();
   keep_running_.emplace(asio::make_work_guard(io_));
@@ -931,10 +936,10 @@ int Server::wait() {
 }
 
 void Server::shut_down() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    if (!started_) return;
-  }
+  // Nothing to stop for a server that never served (not started, or its
+  // address could not be bound).
+  const std::lock_guard starting(start_mutex_);
+  if (!serving_) return;
   // 1. Every session is closed: the calls in flight get the grace, all
   // sessions together, then the rest are cancelled. A session made from now
   // on is closed as it is made or registered. (Marked before the acceptor
