@@ -13,9 +13,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -266,4 +269,64 @@ TEST_CASE("each session lists its own tools and may name only its own databases,
   REQUIRE(wide.session.handle(raw_sql(4, "q", "audit"), runs) == Handled::started);
   REQUIRE(runs->wait_for(3));
   REQUIRE(shared.backend.databases() == std::vector<std::string>{"audit", "sales", "audit"});
+}
+
+namespace {
+
+// A channel that throws from its Nth notify or Nth send (counted from 1; 0:
+// never), and keeps every message it does take.
+class FailingChannel final : public rawtool::mcp::detail::ReplyChannel {
+public:
+  FailingChannel(int failing_notify, int failing_send) : failing_notify_(failing_notify), failing_send_(failing_send) {}
+  void send(std::string message) override {
+    if (++sends_ == failing_send_) throw std::runtime_error("a transport that cannot write");
+    kept_.send(std::move(message));
+  }
+  void notify(std::string message) override {
+    if (++notifies_ == failing_notify_) throw std::runtime_error("a transport that cannot write");
+    kept_.send(std::move(message));
+  }
+  RecordingChannel& kept() { return kept_; }
+
+private:
+  const int failing_notify_;
+  const int failing_send_;
+  std::atomic<int> notifies_{0};
+  std::atomic<int> sends_{0};
+  RecordingChannel kept_;
+};
+
+}  // namespace
+
+TEST_CASE("a reply channel that throws on a worker is logged, the call is answered with an internal error, and the "
+          "session keeps serving",
+          "[mcp][dispatcher]") {
+  // The "running" notification, a progress figure, and the response itself.
+  const auto failure = GENERATE(std::make_pair(1, 0), std::make_pair(2, 0), std::make_pair(0, 1));
+  const int failing_notify = failure.first;
+  const int failing_send = failure.second;
+  CAPTURE(failing_notify, failing_send);
+  Shared shared;
+  shared.backend.release();
+  Client client(shared, description_with({"main"}));
+  auto channel = std::make_shared<FailingChannel>(failing_notify, failing_send);
+  json call = raw_sql(1, "progress");
+  call["params"]["_meta"] = {{"progressToken", 9}};
+  REQUIRE(client.session.handle(call, channel) == Handled::started);
+
+  // Answered all the same: its last message is the response, an internal error.
+  const std::size_t expected = failing_notify == 1 ? 1 : failing_notify == 2 ? 2 : 4;
+  REQUIRE(channel->kept().wait_for(expected));
+  const json answer = channel->kept().messages().back();
+  REQUIRE(answer["id"] == 1);
+  REQUIRE(answer["error"]["code"] == static_cast<int>(ErrorCode::internal_error));
+  REQUIRE(answer["error"]["message"] == "internal error");
+  REQUIRE(shared.lines.all().find("\"internal_error\"") != std::string::npos);
+  REQUIRE(shared.lines.all().find("a transport that cannot write") == std::string::npos);
+
+  // The id is free again and the session serves the next call.
+  auto next = std::make_shared<RecordingChannel>();
+  REQUIRE(client.session.handle(raw_sql(1, "q"), next) == Handled::started);
+  REQUIRE(next->wait_for(1));
+  REQUIRE(next->messages()[0]["result"]["isError"] == false);
 }

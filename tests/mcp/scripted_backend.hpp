@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -46,7 +47,14 @@ class ScriptedBackend final : public detail::Backend {
 public:
   class Control final : public detail::CallControl {
   public:
-    explicit Control(ScriptedBackend& owner) : owner_(owner) {}
+    explicit Control(ScriptedBackend& owner) : owner_(owner) {
+      std::lock_guard lock(owner_.mutex_);
+      ++owner_.live_controls_;
+    }
+    ~Control() override {
+      std::lock_guard lock(owner_.mutex_);
+      --owner_.live_controls_;
+    }
     void cancel() noexcept override {
       std::lock_guard lock(owner_.mutex_);
       cancelled_ = true;
@@ -59,7 +67,25 @@ public:
     ScriptedBackend& owner_;
   };
 
-  std::unique_ptr<detail::CallControl> make_control() override { return std::make_unique<Control>(*this); }
+  std::unique_ptr<detail::CallControl> make_control() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (std::exchange(fail_next_control_, false)) throw std::runtime_error("a backend that breaks as a call starts");
+    }
+    return std::make_unique<Control>(*this);
+  }
+
+  /// The next make_control() throws (on the thread that starts the call).
+  void fail_next_control() {
+    std::lock_guard lock(mutex_);
+    fail_next_control_ = true;
+  }
+  /// Calls whose control still exists: made and not yet released by the
+  /// server.
+  int live_controls() {
+    std::lock_guard lock(mutex_);
+    return live_controls_;
+  }
 
   detail::CallReply run(const detail::ToolCall& call, detail::CallControl& control,
                         const detail::ProgressSink& progress) override {
@@ -132,6 +158,8 @@ private:
   int started_ = 0;
   int peak_ = 0;
   int cancels_ = 0;
+  int live_controls_ = 0;
+  bool fail_next_control_ = false;
   std::vector<std::string> databases_;
 };
 

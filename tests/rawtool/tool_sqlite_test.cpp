@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <stdexcept>
 #include <mutex>
 #include <set>
 #include <string>
@@ -598,4 +599,30 @@ TEST_CASE("on_progress reports a running call's elapsed time, rows read and row 
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::lock_guard lock(mutex);
   CHECK(reports.size() == seen);
+}
+
+TEST_CASE("an on_progress that throws is logged on the operator log and the call is answered; the process lives on",
+          "[tool][sqlite][progress]") {
+  SqliteSetup setup;
+  auto tool = setup.open();
+  rawtool::Cancellation cancellation;
+  rawtool::CallOptions options;
+  options.database = "writer";
+  options.cancellation = &cancellation;
+  options.progress_interval = std::chrono::milliseconds(10);
+  options.on_progress = [&](const rawtool::ProgressFigures&) {
+    cancellation.cancel();  // ends the statement, which would otherwise count for hours
+    throw std::runtime_error("an embedder's reporter that breaks CANARY-progress");
+  };
+  const rawtool::Reply reply = tool->raw(
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000000000) "
+      "SELECT x FROM c WHERE x % 200000 = 0",
+      options);
+  CHECK(reply.structured()["reason"] == "cancelled");
+  const std::string log = setup.log.all();
+  CHECK(contains(log, "\"internal_error\""));
+  CHECK(contains(log, "a progress report threw"));
+  CHECK_FALSE(contains(log, "CANARY-progress"));
+  // The tool serves the next call.
+  CHECK(tool->raw("SELECT 1", rawtool::CallOptions{}).structured()["kind"] == "raw_rows");
 }

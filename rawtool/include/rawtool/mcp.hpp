@@ -3,6 +3,8 @@
 #include <rawtool/tool.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string_view>
 
 namespace rawtool::mcp {
@@ -46,16 +48,48 @@ struct ServerOptions {
 /// SIGPIPE process-wide when its disposition is still the default.
 int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options = {});
 
-/// Serves the MCP Streamable HTTP transport for `tool` at http://`listen`/mcp
+/// The MCP Streamable HTTP transport for `tool` at http://`listen`/mcp
 /// (`listen` is HOST:PORT, HOST an IP address, [IPv6] or localhost; port 0
-/// picks a free one, logged in the "serving" event) until SIGTERM or SIGINT;
-/// returns 0. The configuration's `http` key sets the tokens, the origins,
-/// the body limit. Throws ConfigError (field "http" or "http.tokens...") when
-/// the address is not one or the configuration cannot be served safely on it:
-/// no tokens on an address that is not loopback without
-/// http.allow_unauthenticated, or a token limited to some databases while the
-/// catalog has queries on others (certified queries are not yet scoped per
-/// token). Blocks the calling thread.
-int serve_http(Tool& tool, std::string_view listen);
+/// picks a free one, logged in the "serving" event and given by port()). The
+/// configuration's `http` key sets the tokens, the origins, the limits.
+///
+/// start() serves on threads of the server's own and returns; stop() asks it
+/// to stop, from any thread; wait() blocks until it has: accepting stops, the
+/// calls in flight get http.shutdown_grace_seconds to finish and be
+/// answered, the rest are cancelled and answered 503, the workers are joined,
+/// and only then does the I/O stop. The server installs no signal handling:
+/// a program that stops on SIGTERM waits for the signal itself and calls
+/// stop() (as `rawtool mcp --http` does). An exception on any of the
+/// server's threads is logged and answered; it never ends the process.
+class HttpServer {
+public:
+  /// Checks the address and the configuration; binds nothing yet. Throws
+  /// ConfigError (field "http" or "http.tokens...") when the address is not
+  /// one or the configuration cannot be served safely on it: no tokens on an
+  /// address that is not loopback without http.allow_unauthenticated, or a
+  /// token limited to some databases while the catalog has queries on others
+  /// (certified queries are not yet scoped per token). `tool` outlives the
+  /// server.
+  HttpServer(Tool& tool, std::string_view listen);
+  /// stop(), then wait().
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// Binds the address and serves. Once only. Throws std::runtime_error
+  /// when the address cannot be bound.
+  void start();
+  /// The port start() bound.
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// Asks the server to stop and returns at once. Thread-safe, idempotent;
+  /// not async-signal-safe (call it from a thread that waits for signals).
+  void stop() noexcept;
+  /// Blocks until stop() was called and the server has stopped; returns 0.
+  int wait();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace rawtool::mcp

@@ -10,6 +10,9 @@
 #include <array>
 #include <string>
 
+#include <pthread.h>
+#include <signal.h>
+
 namespace rawtool::cli {
 
 namespace {
@@ -45,6 +48,32 @@ constexpr std::array<OptionSpec, 5> options{{{"--http", "[HOST:]PORT"},
                                              {"--log", "FILE|syslog|stderr"},
                                              {"--log-level", "LEVEL"}}};
 
+/// Serves `listen` until SIGTERM or SIGINT, then stops the server and waits
+/// for it; returns its status. The signals are the command line's: blocked
+/// before the server makes its threads (which inherit the mask), taken here
+/// with sigwait, and left blocked until the process ends, so that a second
+/// one during the stop is ignored as before.
+int serve_http_until_signal(Tool& tool, std::string_view listen) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  try {
+    mcp::HttpServer server(tool, listen);
+    server.start();
+    int signo = 0;
+    while (sigwait(&signals, &signo) != 0) {
+    }
+    server.stop();
+    return server.wait();
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+}
+
 }  // namespace
 
 int run_mcp(Arguments argv) {
@@ -59,7 +88,7 @@ int run_mcp(Arguments argv) {
     throw UsageError("mcp takes no arguments");
   }
   auto tool = open_tool(args, LogDefault::standard_error);
-  if (const auto listen = args.value("--http")) return mcp::serve_http(*tool, *listen);
+  if (const auto listen = args.value("--http")) return serve_http_until_signal(*tool, *listen);
   return mcp::serve(*tool, 0, 1);
 }
 

@@ -84,19 +84,34 @@ namespace {
 
 /// Calls CallOptions::on_progress once per interval while a call runs, from a
 /// thread of its own, reading the call's CallProgress; stops and joins the
-/// thread when destroyed, before the call returns.
+/// thread when destroyed, before the call returns. A report that throws is
+/// logged to `log` ("internal_error") and ends the reports of this call; the
+/// call itself goes on.
 class ProgressReports {
 public:
-  ProgressReports(const CallOptions& options, const CallProgress& progress) {
+  ProgressReports(const CallOptions& options, const CallProgress& progress, const detail::OperatorLog& log) {
     if (!options.on_progress) return;
-    thread_ = std::thread([this, report = options.on_progress, interval = options.progress_interval, &progress] {
+    thread_ = std::thread([this, report = options.on_progress, interval = options.progress_interval, &progress, &log] {
       std::unique_lock lock(mutex_);
       while (!wake_.wait_for(lock, interval, [this] { return stopping_; })) {
         if (progress.phase() != CallProgress::Phase::running) continue;
         lock.unlock();
-        report(ProgressFigures{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                                     progress.started()),
-                               progress.rows_read(), progress.max_rows()});
+        // The thread's top: an exception here would end the process. Its
+        // text is the embedder's or anyone's: it is not logged.
+        try {
+          report(ProgressFigures{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                                       progress.started()),
+                                 progress.rows_read(), progress.max_rows()});
+        } catch (...) {
+          try {
+            if (log.enabled(LogLevel::error)) {
+              log.write(LogLevel::error, "tool", "internal_error",
+                        nlohmann::json{{"detail", "a progress report threw; the call's progress reports end"}});
+            }
+          } catch (...) {  // NOLINT(bugprone-empty-catch): nowhere left to say it
+          }
+          return;
+        }
         lock.lock();
       }
     });
@@ -324,7 +339,7 @@ struct Tool::Impl {
     CallProgress own;
     CallProgress* const progress = options.progress != nullptr ? options.progress : &own;
     const detail::CallProgressWriter writer(progress, db.config.limits.max_rows);
-    const ProgressReports reports(options, *progress);
+    const ProgressReports reports(options, *progress, *log);
     return execute(db, sql, params, mode, options.cancellation, writer);
   }
 

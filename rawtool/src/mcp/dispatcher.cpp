@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -23,6 +24,13 @@ void log_event(const rawtool::detail::OperatorLog& log, LogLevel level, std::str
                std::string_view detail) {
   if (!log.enabled(level)) return;
   log.write(level, "mcp", event, json{{"detail", detail}});
+}
+
+void log_internal_error(const rawtool::detail::OperatorLog& log, std::string_view detail) noexcept {
+  try {
+    log_event(log, LogLevel::error, "internal_error", detail);
+  } catch (...) {  // NOLINT(bugprone-empty-catch): nowhere left to say it
+  }
 }
 
 /// One tool call, from the request that asked for it until it is answered or
@@ -150,34 +158,66 @@ void Dispatcher::run(Call& call) noexcept {
     }
     call.running = true;
   }
-  // Progress, when asked for: one notification when the call starts to run
-  // (it may have waited for a worker), then the call's figures once a second
-  // while it runs, its elapsed seconds as the progress value, which only
-  // grows; the response itself is the end. All are sent before run() returns
-  // and so before the response.
-  ProgressSink progress;
-  if (!call.progress_token.is_null()) {
-    call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, "running")));
-    progress = [&call](const ProgressFigures& figures) {
-      const double seconds = static_cast<double>(figures.elapsed.count()) / 1000.0;
-      call.reply_to->notify(render::dump(progress_notification(
-          call.progress_token, seconds,
-          fmt::format("running for {:.1f} s; {} rows read; row cap {}", seconds, figures.rows_read, figures.max_rows))));
-    };
+  // A worker's top: whatever throws below (a channel that cannot be written,
+  // a message the encoder refuses) is logged, and the call answered with an
+  // internal error. Its text may carry outside words: it is not shown.
+  std::string response;  // empty: answered with an internal error
+  try {
+    // Progress, when asked for: one notification when the call starts to run
+    // (it may have waited for a worker), then the call's figures once a
+    // second while it runs, its elapsed seconds as the progress value, which
+    // only grows; the response itself is the end. All are sent before run()
+    // returns and so before the response. A notification that cannot be sent
+    // ends the progress, and the call is answered with an internal error.
+    ProgressSink progress;
+    std::atomic<bool> progress_failed{false};
+    if (!call.progress_token.is_null()) {
+      call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, "running")));
+      progress = [this, &call, &progress_failed](const ProgressFigures& figures) {
+        if (progress_failed.load()) return;
+        // Called on the backend's progress thread: nothing may leave it.
+        try {
+          const double seconds = static_cast<double>(figures.elapsed.count()) / 1000.0;
+          call.reply_to->notify(render::dump(progress_notification(
+              call.progress_token, seconds,
+              fmt::format("running for {:.1f} s; {} rows read; row cap {}", seconds, figures.rows_read, figures.max_rows))));
+        } catch (...) {
+          progress_failed.store(true);
+          log_internal_error(log_, "a progress notification could not be sent; the call is answered with an internal error");
+        }
+      };
+    }
+    response = answer(call, progress);
+    if (progress_failed.load()) response = render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
+  } catch (...) {
+    log_internal_error(log_, "a tool call's messages could not be sent; answered with an internal error");
+    response.clear();
   }
-  std::string response = answer(call, progress);
-  bool cancelled = false;
-  {
-    std::lock_guard lock(calls_mutex_);
-    cancelled = call.cancelled;
-    // The id is free before the response is sent: a client may reuse it as
-    // soon as it reads the response.
-    calls_.erase(call.key);
-    call_ended_.notify_all();
-  }
+  const rawtool::detail::OperatorLog& log = log_;  // outlives every session
+  const bool cancelled = end(call);
   // From here on, `this` may be gone (close() returned): only `call`, which
-  // the pool holds, is used.
-  if (!cancelled) call.reply_to->send(std::move(response));
+  // the pool holds, and the log are used.
+  if (cancelled) return;
+  try {
+    if (response.empty()) response = render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
+    call.reply_to->send(std::move(response));
+  } catch (...) {
+    log_internal_error(log, "a tool call's answer could not be sent; answered with an internal error");
+    try {
+      call.reply_to->send(render::dump(error_response(call.id, ErrorCode::internal_error, "internal error")));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the channel is released unanswered, and its transport says so
+    }
+  }
+}
+
+bool Dispatcher::end(Call& call) noexcept {
+  std::lock_guard lock(calls_mutex_);
+  const bool cancelled = call.cancelled;
+  // The id is free before the response is sent: a client may reuse it as
+  // soon as it reads the response.
+  calls_.erase(call.key);
+  call_ended_.notify_all();
+  return cancelled;
 }
 
 // The response line for one call: its reply, the stand-in when that is over
@@ -193,9 +233,9 @@ std::string Dispatcher::answer(Call& call, const ProgressSink& progress) {
           result_response(call.id, call_result(stand_in.text(), stand_in.structured(), true)));
     }
     return line;
-  } catch (const std::exception&) {
+  } catch (...) {
     // The exception's text may carry database words; it is not shown or logged.
-    log_event(log_, LogLevel::error, "internal_error", "a tool call threw; answered with an internal error");
+    log_internal_error(log_, "a tool call threw; answered with an internal error");
   }
   return render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
 }

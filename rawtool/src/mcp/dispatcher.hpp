@@ -38,6 +38,10 @@ namespace rawtool::mcp::detail {
 void log_event(const rawtool::detail::OperatorLog& log, LogLevel level, std::string_view event,
                std::string_view detail);
 
+/// log_event(..., LogLevel::error, "internal_error", detail), for a catch at
+/// a thread's top: never throws (a log that cannot be written is let go).
+void log_internal_error(const rawtool::detail::OperatorLog& log, std::string_view detail) noexcept;
+
 /// Where the messages about one client message go: the response to a
 /// request, and the notifications sent about it while it runs (progress). A
 /// transport may give every message the same channel (stdio) or each its own
@@ -110,6 +114,8 @@ private:
   void cancel(const nlohmann::json& request_id);
   void run(Call& call) noexcept;
   std::string answer(Call& call, const ProgressSink& progress);
+  /// Marks `call` ended (its id is free again); true when it was cancelled.
+  bool end(Call& call) noexcept;
 
   Backend& backend_;
   WorkerPool& pool_;

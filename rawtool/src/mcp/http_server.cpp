@@ -14,7 +14,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/io_context.hpp>
@@ -27,7 +26,6 @@
 #include <deque>
 #include <functional>
 #include <algorithm>
-#include <csignal>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -90,7 +88,10 @@ public:
         pool_(config.max_concurrent_calls, config.max_queued_calls),
         acceptor_(asio::make_strand(io_)) {}
 
-  int run();
+  void start();
+  std::uint16_t port() const noexcept { return port_; }
+  void stop() noexcept;
+  int wait();
 
   const HttpServerConfig& config() const noexcept { return config_; }
   const OperatorLog& log() const noexcept { return log_; }
@@ -147,8 +148,15 @@ public:
     session->dispatcher = std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
                                                        config_.max_reply_bytes, log_);
     if (!initialize) session->dispatcher->assume_initialized(std::string(negotiate_protocol_version(protocol_version)));
-    std::lock_guard lock(sessions_mutex_);
-    stateless_.push_back(session);
+    bool closing = false;
+    {
+      std::lock_guard lock(sessions_mutex_);
+      stateless_.push_back(session);
+      closing = closing_;
+    }
+    // Made after the stop closed the sessions: it answers, but starts no
+    // call. (Closing a session that runs nothing returns at once.)
+    if (closing) session->dispatcher->close(std::chrono::milliseconds(0));
     return session;
   }
   void end_stateless(const std::shared_ptr<HttpSession>& session) {
@@ -162,9 +170,21 @@ public:
     std::lock_guard lock(closers_mutex_);
     join_closers(false);
     auto finished = std::make_shared<std::atomic<bool>>(false);
-    closers_.push_back({std::thread([session = std::move(session), executor = std::move(executor), done = std::move(done), finished] {
-                          session->dispatcher->close(std::chrono::milliseconds(0));
-                          asio::post(executor, done);
+    closers_.push_back({std::thread([this, session = std::move(session), executor = std::move(executor), done = std::move(done),
+                                     finished]() mutable {
+                          // A thread's top: what throws is logged, and the
+                          // request is answered all the same (its session is
+                          // out of the registry already).
+                          try {
+                            session->dispatcher->close(std::chrono::milliseconds(0));
+                          } catch (...) {
+                            log_internal_error(log_, "ending a session threw; the session is ended");
+                          }
+                          try {
+                            asio::post(executor, std::move(done));
+                          } catch (...) {
+                            log_internal_error(log_, "answering the end of a session threw; its connection is closed");
+                          }
                           *finished = true;
                         }),
                         finished});
@@ -175,6 +195,9 @@ public:
     std::lock_guard lock(sessions_mutex_);
     session->release_place = nullptr;
     --unregistered_;
+    // Registered after the stop closed the sessions: closed here, so that it
+    // starts no call. (It runs nothing yet, so this returns at once.)
+    if (closing_) session->dispatcher->close(std::chrono::milliseconds(0));
     sessions_.emplace(session->id, std::move(session));
   }
   /// The session `id` names, when `client` opened it.
@@ -214,8 +237,16 @@ public:
     session.last_used = Clock::now();
   }
 
-  /// Requests handed to a session whose answer is not yet written.
-  std::atomic<std::size_t> requests_in_flight{0};
+  /// Requests handed to a session whose answer is not yet written: counted
+  /// by begin_write, uncounted by end_write once it is written or failed.
+  void begin_write() {
+    std::lock_guard lock(written_mutex_);
+    ++requests_in_flight_;
+  }
+  void end_write() {
+    std::lock_guard lock(written_mutex_);
+    if (--requests_in_flight_ == 0) written_.notify_all();
+  }
   /// Connections open.
   std::atomic<std::size_t> connections{0};
   /// Set once a stop signal came: a call that ends unanswered was cancelled
@@ -224,7 +255,9 @@ public:
 
 private:
   void accept();
-  void stop();
+  /// The stop, in the reverse order of start (see HttpServer).
+  void shut_down();
+  void run_io() noexcept;
 
   Backend& backend_;
   const HttpServerConfig& config_;
@@ -236,6 +269,10 @@ private:
   std::size_t unregistered_ = 0;  // sessions made whose initialize has not succeeded yet; guarded by sessions_mutex_
   std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;       // tool calls accepted; guarded by sessions_mutex_
   std::vector<std::shared_ptr<HttpSession>> stateless_;                      // requests of a stateless server; guarded by sessions_mutex_
+  bool closing_ = false;  // the stop closed the sessions: one made later is closed at once; guarded by sessions_mutex_
+  std::mutex written_mutex_;
+  std::condition_variable written_;     // requests_in_flight_ reached 0
+  std::size_t requests_in_flight_ = 0;  // guarded by written_mutex_
   std::mutex closers_mutex_;
   struct Closer {
     std::thread thread;
@@ -253,14 +290,29 @@ private:
     }
   }
   std::vector<Closer> closers_;  // sessions being ended by DELETE; guarded by closers_mutex_
+  // Declared after the pool and the sessions, so destroyed before them: the
+  // connections its handlers still hold release their sessions (closed by
+  // the stop) while the joined pool still exists. By then wait() has joined
+  // the workers and the closers, so nothing posts to it any more.
   asio::io_context io_;
   tcp::acceptor acceptor_;
   asio::steady_timer accept_pause_{acceptor_.get_executor()};
   std::size_t accept_failures_ = 0;      // in a row; on the acceptor's strand
   std::size_t refused_connections_ = 0;  // in a row; on the acceptor's strand
+  // Once the acceptor closes, a connection waiting for a worker's answer has
+  // no operation pending; the guard keeps the I/O threads running for it
+  // until shut_down() stops them.
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> keep_running_;
+  std::vector<std::thread> io_threads_;  // started by start(), joined by shut_down()
+  std::uint16_t port_ = 0;
   std::mutex stop_mutex_;
-  std::condition_variable stop_requested_;
-  bool stopping_ = false;  // guarded by stop_mutex_
+  std::condition_variable stop_changed_;
+  std::mutex start_mutex_;
+  bool serving_ = false;        // start() bound the address; guarded by start_mutex_
+  bool start_called_ = false;   // guarded by stop_mutex_
+  bool stopping_ = false;       // stop() was called; guarded by stop_mutex_
+  bool shutting_down_ = false;  // a wait() runs the stop; guarded by stop_mutex_
+  bool shut_down_ = false;      // the stop is complete; guarded by stop_mutex_
 };
 
 /// One TCP connection: reads a request, decides, answers, reads the next.
@@ -310,7 +362,7 @@ private:
   bool new_session_ = false;  // session_ was made by this request's initialize
   std::string rpc_method_;    // for the log: the JSON-RPC method, when it is a string
   json request_id_;           // the id of the request in flight; null for a notification
-  bool in_flight_ = false;    // counted in Server::requests_in_flight until its answer is written
+  bool in_flight_ = false;    // counted by Server::begin_write until its answer is written
   bool counted_ = false;      // counted by Server::begin_request until its answer comes
   std::array<char, 16 * 1024> drain_{};
   std::size_t drained_ = 0;
@@ -550,7 +602,7 @@ void Connection::on_body() {
   }
   counted_ = true;
   stream_.expires_never();  // the answer may wait for a tool call
-  ++server_.requests_in_flight;
+  server_.begin_write();
   in_flight_ = true;
   event_stream_ = false;
   if (tool_call && message.contains("params") && message["params"].is_object()) {
@@ -563,7 +615,16 @@ void Connection::on_body() {
   if (!accepted_.json) event_stream_ = true;
   stream_head_written_ = false;
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
-  const auto handled = session_->dispatcher->handle(message, channel);
+  auto handled = Dispatcher::Handled::answered;
+  try {
+    handled = session_->dispatcher->handle(message, channel);
+  } catch (...) {
+    // Answered with an internal error, unless its answer went out already;
+    // the exception's text may carry outside words and is not shown.
+    log_internal_error(server_.log(), "handling a request threw; answered with an internal error");
+    channel->send(render::dump(error_response(request_id_, ErrorCode::internal_error, "internal error")));
+    return;
+  }
   if (handled == Dispatcher::Handled::started && !request_id_.is_null()) {
     awaiting_answer_ = true;
     watch_for_hangup();
@@ -699,7 +760,7 @@ void Connection::write_next_event() {
     asio::async_write(self->stream_, http::make_chunk_last(), [self](beast::error_code ended, std::size_t) {
       if (self->in_flight_) {
         self->in_flight_ = false;
-        --self->server_.requests_in_flight;
+        self->server_.end_write();
       }
       if (ended) return;
       if (self->stream_head_->keep_alive()) return self->read_header();
@@ -757,7 +818,7 @@ void Connection::send(Response response) {
   http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code error, std::size_t) {
     if (self->in_flight_) {
       self->in_flight_ = false;
-      --self->server_.requests_in_flight;
+      self->server_.end_write();
     }
     if (error) return;
     if (shared->keep_alive()) return self->read_header();
@@ -807,81 +868,145 @@ void Server::accept() {
   });
 }
 
-void Server::stop() {
+void Server::stop() noexcept {
   stopping = true;
   std::lock_guard lock(stop_mutex_);
   stopping_ = true;
-  stop_requested_.notify_all();
+  stop_changed_.notify_all();
 }
 
-int Server::run() {
+void Server::start() {
+  // Held until the server serves: a stop meanwhile waits for the start.
+  const std::lock_guard starting(start_mutex_);
+  {
+    std::lock_guard lock(stop_mutex_);
+    if (start_called_) throw std::logic_error("HttpServer::start called twice");
+    start_called_ = true;
+    if (stopping_) return;  // stopped before it started: nothing to serve
+  }
   const tcp::endpoint endpoint(asio::ip::make_address(config_.listen.host), config_.listen.port);
   acceptor_.open(endpoint.protocol());
   acceptor_.set_option(asio::socket_base::reuse_address(true));
   acceptor_.bind(endpoint);
   acceptor_.listen(asio::socket_base::max_listen_connections);
   const tcp::endpoint bound = acceptor_.local_endpoint();
+  port_ = bound.port();
+  serving_ = true;  // from here on, the stop has something to stop
 
-  asio::signal_set signals(io_, SIGINT, SIGTERM);
-  signals.async_wait([this](beast::error_code error, int) {
-    if (!error) stop();
-  });
   accept();
-  // Once the acceptor closes, a connection waiting for a worker's answer has
-  // no operation pending; the guard keeps the I/O threads running for it.
-  auto keep_running = asio::make_work_guard(io_);
-  std::vector<std::thread> threads;
-  for (std::size_t i = 0; i < std::max<std::size_t>(1, config_.io_threads); ++i) threads.emplace_back([this] { io_.run(); });
-  {
-    const std::string where = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
-    if (log_.enabled(LogLevel::info)) {
-      log_.write(LogLevel::info, "mcp", "serving",
-                 json{{"detail", "MCP over Streamable HTTP"}, {"url", "http://" + where + ":" + std::to_string(bound.port()) + "/mcp"},
-                      {"authentication", config_.clients.empty() ? "none" : "bearer tokens"}});
+  keep_running_.emplace(asio::make_work_guard(io_));
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, config_.io_threads); ++i) io_threads_.emplace_back([this] { run_io(); });
+  const std::string where = bound.address().is_v6() ? "[" + bound.address().to_string() + "]" : bound.address().to_string();
+  if (log_.enabled(LogLevel::info)) {
+    log_.write(LogLevel::info, "mcp", "serving",
+               json{{"detail", "MCP over Streamable HTTP"}, {"url", "http://" + where + ":" + std::to_string(bound.port()) + "/mcp"},
+                    {"authentication", config_.clients.empty() ? "none" : "bearer tokens"}});
+  }
+}
+
+// An I/O thread's top: a handler that throws is logged and the thread goes
+// on serving (Asio allows run() again after a handler threw); the handler's
+// connection is closed once nothing holds it any more.
+void Server::run_io() noexcept {
+  for (;;) {
+    try {
+      io_.run();
+      return;
+    } catch (...) {
+      log_internal_error(log_, "an HTTP handler threw; its connection is closed");
     }
   }
+}
+
+int Server::wait() {
   {
     std::unique_lock lock(stop_mutex_);
-    stop_requested_.wait(lock, [this] { return stopping_; });
+    stop_changed_.wait(lock, [this] { return stopping_; });
+    if (shutting_down_) {
+      stop_changed_.wait(lock, [this] { return shut_down_; });
+      return 0;
+    }
+    shutting_down_ = true;
   }
+  shut_down();
+  std::lock_guard lock(stop_mutex_);
+  shut_down_ = true;
+  stop_changed_.notify_all();
+  return 0;
+}
+
+void Server::shut_down() {
+  // Nothing to stop for a server that never served (not started, or its
+  // address could not be bound).
+  const std::lock_guard starting(start_mutex_);
+  if (!serving_) return;
+  // 1. Every session is closed: the calls in flight get the grace, all
+  // sessions together, then the rest are cancelled. A session made from now
+  // on is closed as it is made or registered. (Marked before the acceptor
+  // closes: a connection refused means a new session starts no call.)
+  std::vector<std::shared_ptr<HttpSession>> sessions;
+  {
+    std::lock_guard lock(sessions_mutex_);
+    closing_ = true;
+    for (auto& entry : sessions_) sessions.push_back(entry.second);
+    sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
+  }
+  // 2. No new connection.
   asio::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
   });
-  // Calls in flight get the grace, all sessions together; then the rest are cancelled.
-  std::vector<std::shared_ptr<HttpSession>> sessions;
-  {
-    std::lock_guard lock(sessions_mutex_);
-    for (auto& entry : sessions_) sessions.push_back(entry.second);
-    sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
-  }
-  const auto deadline = std::chrono::steady_clock::now() + config_.shutdown_grace;
+  const auto deadline = Clock::now() + config_.shutdown_grace;
   for (const auto& session : sessions) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     session->dispatcher->close(std::max(left, std::chrono::milliseconds(0)));
   }
-  // The answers the sessions sent are written before the I/O stops.
-  const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (requests_in_flight.load() != 0 && std::chrono::steady_clock::now() < flush_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  sessions.clear();
+  // 3. So are the sessions a DELETE ended.
   {
     std::lock_guard lock(closers_mutex_);
     join_closers(true);
   }
+  // 4. The workers are joined. A worker posts a call's answer to its
+  // connection after the call has left its session: only once the workers
+  // are joined has every answer been posted.
+  pool_.join();
+  // 5. The answers are written while the I/O still runs.
+  {
+    std::unique_lock lock(written_mutex_);
+    written_.wait_for(lock, std::chrono::seconds(2), [this] { return requests_in_flight_ == 0; });
+  }
+  // 6. Only then does the I/O stop.
   io_.stop();
-  for (auto& thread : threads) thread.join();
-  std::lock_guard lock(closers_mutex_);  // a DELETE read while the I/O still ran
-  join_closers(true);
+  for (auto& thread : io_threads_) thread.join();
+  io_threads_.clear();
+  // A DELETE read meanwhile: its answer, posted to the stopped I/O, is never
+  // written.
+  {
+    std::lock_guard lock(closers_mutex_);
+    join_closers(true);
+  }
   log_event(log_, LogLevel::info, "stopped", "a stop signal");
-  return 0;
 }
 
 }  // namespace
 
-int run_http_server(Backend& backend, const HttpServerConfig& config, const OperatorLog& log) {
-  Server server(backend, config, log);
-  return server.run();
+class HttpServer::Impl final : public Server {
+public:
+  using Server::Server;
+};
+
+HttpServer::HttpServer(Backend& backend, const HttpServerConfig& config, const OperatorLog& log)
+    : impl_(std::make_unique<Impl>(backend, config, log)) {}
+
+HttpServer::~HttpServer() {
+  impl_->stop();
+  impl_->wait();
 }
+
+void HttpServer::start() { impl_->start(); }
+std::uint16_t HttpServer::port() const noexcept { return impl_->port(); }
+void HttpServer::stop() noexcept { impl_->stop(); }
+int HttpServer::wait() { return impl_->wait(); }
 
 }  // namespace rawtool::mcp::detail

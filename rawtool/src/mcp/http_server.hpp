@@ -24,6 +24,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,19 +70,53 @@ struct HttpServerConfig {
   /// cancelled by closing its connection (notifications/cancelled, sent on
   /// another request, finds nothing to cancel).
   bool sessions = true;
-  /// On SIGTERM or SIGINT: how long calls in flight may still finish and be
-  /// answered before the rest are cancelled.
+  /// At a stop: how long calls in flight may still finish and be answered
+  /// before the rest are cancelled.
   std::chrono::milliseconds shutdown_grace{5000};
 };
 
-/// Serves until SIGTERM or SIGINT, then stops accepting, lets the calls in
-/// flight finish for shutdown_grace and answers them, cancels the rest and
-/// answers each of those 503 with a JSON-RPC error naming the stop, and
-/// returns 0 once the answers are written (or 2 s more have passed).
+/// One HTTP server: start() binds and serves, stop() asks it to stop from any
+/// thread, wait() blocks until it has stopped. It installs no signal
+/// handling: whoever owns the process's signals (the command line) calls
+/// stop().
+///
+/// The stop: the server stops accepting, lets the calls in flight finish for
+/// shutdown_grace and answers them, cancels the rest and answers each of
+/// those 503 with a JSON-RPC error naming the stop; a session opened while it
+/// stops starts no call. Then the workers are joined (nothing they run can
+/// post an answer after this), the answers are written (at most 2 s more),
+/// and only then do the I/O threads stop and the I/O objects go.
+///
 /// Logs "serving" with the bound address (so a caller that asked for port 0
 /// learns the port), one "request" event per authenticated /mcp request
-/// naming the token (never the token itself), and "stopped". Throws
-/// std::runtime_error when the address cannot be bound.
-int run_http_server(Backend& backend, const HttpServerConfig& config, const rawtool::detail::OperatorLog& log);
+/// naming the token (never the token itself), and "stopped". An exception on
+/// any of its threads is caught, logged ("internal_error"), and the request
+/// it belonged to answered with an internal error; the server keeps serving.
+class HttpServer {
+public:
+  /// `backend`, `config` and `log` outlive the server.
+  HttpServer(Backend& backend, const HttpServerConfig& config, const rawtool::detail::OperatorLog& log);
+  /// stop(), then wait().
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// Binds the address, starts the I/O threads and logs "serving". Once
+  /// only. Throws std::runtime_error when the address cannot be bound.
+  void start();
+  /// The port bound by start().
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// Asks the server to stop; returns at once. Thread-safe and idempotent;
+  /// not for a signal handler (it takes a lock). Before start(): the server
+  /// will not start.
+  void stop() noexcept;
+  /// Blocks until stop() was called and the stop above is complete; returns
+  /// 0. Thread-safe: the first caller runs the stop, others wait for it.
+  int wait();
+
+private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace rawtool::mcp::detail

@@ -1,4 +1,4 @@
-// rawtool::mcp::serve_http: the MCP server over rawtool::Tool, on HTTP.
+// rawtool::mcp::HttpServer: the MCP server over rawtool::Tool, on HTTP.
 
 #include <rawtool/mcp.hpp>
 #include <rawtool/render/json.hpp>
@@ -13,7 +13,9 @@
 
 namespace rawtool::mcp {
 
-int serve_http(Tool& tool, std::string_view listen) {
+namespace {
+
+detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen) {
   const auto& config = tool.config();
   detail::HttpServerConfig server;
   const auto address = detail::parse_listen_address(listen);
@@ -43,7 +45,11 @@ int serve_http(Tool& tool, std::string_view listen) {
   server.idle_timeout = std::chrono::seconds(config.http.idle_timeout_seconds);
   server.shutdown_grace = std::chrono::seconds(config.http.shutdown_grace_seconds);
   server.sessions = config.http.sessions;
+  return server;
+}
 
+void warn_of_shared_roles(Tool& tool) {
+  const auto& config = tool.config();
   const auto& log = rawtool::detail::ToolInternals::log(tool);
   if (scopes_may_share_roles(config) && log.enabled(LogLevel::warn)) {
     // Tenants apart in rawtool but together on the server: connecting to
@@ -65,8 +71,29 @@ int serve_http(Tool& tool, std::string_view listen) {
     }
   }
 
-  detail::ToolBackend backend(tool);
-  return detail::run_http_server(backend, server, log);
 }
+
+}  // namespace
+
+/// Declared in the order of start: the server, which uses the others, is
+/// destroyed (stopped and waited for) first.
+struct HttpServer::Impl {
+  Impl(Tool& tool, std::string_view listen)
+      : config(http_server_config(tool, listen)),
+        backend(tool),
+        server(backend, config, rawtool::detail::ToolInternals::log(tool)) {
+    warn_of_shared_roles(tool);
+  }
+  detail::HttpServerConfig config;
+  detail::ToolBackend backend;
+  detail::HttpServer server;
+};
+
+HttpServer::HttpServer(Tool& tool, std::string_view listen) : impl_(std::make_unique<Impl>(tool, listen)) {}
+HttpServer::~HttpServer() = default;
+void HttpServer::start() { impl_->server.start(); }
+std::uint16_t HttpServer::port() const noexcept { return impl_->server.port(); }
+void HttpServer::stop() noexcept { impl_->server.stop(); }
+int HttpServer::wait() { return impl_->server.wait(); }
 
 }  // namespace rawtool::mcp

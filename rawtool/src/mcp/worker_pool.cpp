@@ -11,7 +11,9 @@ WorkerPool::WorkerPool(std::size_t workers, std::size_t max_waiting)
   for (std::size_t i = 0; i < workers_; ++i) threads_.emplace_back([this] { work(); });
 }
 
-WorkerPool::~WorkerPool() {
+WorkerPool::~WorkerPool() { join(); }
+
+void WorkerPool::join() {
   std::deque<std::shared_ptr<Task>> dropped;
   {
     std::lock_guard lock(mutex_);
@@ -20,7 +22,9 @@ WorkerPool::~WorkerPool() {
   }
   ready_.notify_all();
   dropped.clear();  // released at once, outside the lock, not after the running tasks
-  for (auto& thread : threads_) thread.join();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
 }
 
 bool WorkerPool::submit(std::shared_ptr<Task> task) {

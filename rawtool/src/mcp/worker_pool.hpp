@@ -33,8 +33,7 @@ class WorkerPool {
 public:
   /// `workers` is at least 1 (0 counts as 1).
   WorkerPool(std::size_t workers, std::size_t max_waiting);
-  /// Releases the tasks still waiting without running them, then waits for
-  /// the running ones to return.
+  /// join().
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -47,6 +46,11 @@ public:
   /// Takes `task` out of the waiting line, so it never runs. False when it is
   /// not waiting: a worker has taken it, it has run, or it was never submitted.
   bool withdraw(const Task& task);
+
+  /// Refuses every task from now on, releases the tasks still waiting
+  /// without running them, then waits for the running ones to return and
+  /// joins the workers. Idempotent; not from a worker.
+  void join();
 
 private:
   void work();
