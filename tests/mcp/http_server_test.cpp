@@ -26,7 +26,6 @@
 #include <string>
 #include <thread>
 
-
 namespace {
 
 namespace asio = boost::asio;
