@@ -65,7 +65,7 @@ bool only_quoted(const std::string& text, std::string_view word) {
 
 }  // namespace
 
-TEST_CASE("rawtool --help lists every command and the exit statuses; --version names the version", "[cli]") {
+TEST_CASE("rawtool --help lists every command and the exit statuses, --version names the version", "[cli]") {
   const auto help = run_rawtool({"--help"});
   CHECK(help.exit_status == 0);
   for (const auto& name : subcommand_names) CHECK_THAT(help.out, Catch::Contains("  " + name + " "));
@@ -341,7 +341,7 @@ TEST_CASE("the quoted catalog prose in certified replies stays inside quotes", "
   CHECK(only_quoted(result.out, prose_canary));
 }
 
-TEST_CASE("no colour when stdout is a pipe; colour only on a terminal without NO_COLOR", "[cli][sqlite]") {
+TEST_CASE("no colour when stdout is a pipe, colour only on a terminal without NO_COLOR", "[cli][sqlite]") {
   ShopFixture shop;
   const std::vector<std::string> args = {"query", "--db", shop.database().string(),
                                          "SELECT body FROM reviews WHERE id = 1"};
@@ -449,7 +449,7 @@ TEST_CASE("query --database runs on the configured database with that label and 
   CHECK(unknown.err.find('\x1b') == std::string::npos);
 }
 
-TEST_CASE("query and certified --format table print aligned, escaped columns, cut wide cells and say so; --json is "
+TEST_CASE("query and certified --format table print aligned, escaped columns, cut wide cells and say so, --json is "
           "unchanged",
           "[cli][sqlite][table]") {
   ShopFixture shop;

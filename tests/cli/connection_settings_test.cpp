@@ -119,7 +119,7 @@ TEST_CASE("a configuration file that cannot be read is named, escaped, with the 
   }
 }
 
-TEST_CASE("a password file is read when connecting; one that is gone makes the database unavailable, said in the log",
+TEST_CASE("a password file is read when connecting, one that is gone makes the database unavailable, said in the log",
           "[cli][config][postgres]") {
   const auto reader = pg_url(true);
   if (!reader) return;

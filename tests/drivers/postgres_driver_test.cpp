@@ -638,7 +638,7 @@ TEST_CASE("rows the statement sent before it failed are counted in the failure",
   CHECK(fetched.rows_before_failure == 0);
 }
 
-TEST_CASE("read-only queries stop at the row cap on the server; other statements run as they are, positions unchanged",
+TEST_CASE("read-only queries stop at the row cap on the server, other statements run as they are, positions unchanged",
           "[postgres][limits]") {
   const auto url = pg_url(true);
   if (!url) return;

@@ -107,7 +107,7 @@ TEST_CASE("invalid UTF-8 is a parse error, whatever the decoder tricks", "[mcp][
   REQUIRE(is_valid_utf8("plain \xE2\x80\xAE \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF"));
 }
 
-TEST_CASE("nesting deeper than the limit is refused before parsing; brackets in strings do not count", "[mcp][protocol]") {
+TEST_CASE("nesting deeper than the limit is refused before parsing, brackets in strings do not count", "[mcp][protocol]") {
   Session session;
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   require_error(handle(deep, session), ErrorCode::invalid_request, json());
@@ -227,7 +227,7 @@ TEST_CASE("a request the server does not know is method not found, before initia
   }
 }
 
-TEST_CASE("tools requests before initialize are refused; ping is answered", "[mcp][protocol]") {
+TEST_CASE("tools requests before initialize are refused, ping is answered", "[mcp][protocol]") {
   Session session;
   require_error(handle(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})", session), ErrorCode::invalid_request, 1);
   require_error(handle(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"describe_catalog"}})", session),

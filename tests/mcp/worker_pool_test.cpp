@@ -117,7 +117,7 @@ TEST_CASE("waiting tasks start in the order they came", "[mcp][pool]") {
   REQUIRE(board.started() == std::vector<int>{1, 2, 3, 4, 5});
 }
 
-TEST_CASE("with every worker busy and the waiting line full, a task is refused; a freed place takes one again",
+TEST_CASE("with every worker busy and the waiting line full, a task is refused, a freed place takes one again",
           "[mcp][pool]") {
   Board board;
   Board later_board;
@@ -135,7 +135,7 @@ TEST_CASE("with every worker busy and the waiting line full, a task is refused; 
   REQUIRE(board.started() == std::vector<int>{1, 2, 5});
 }
 
-TEST_CASE("a withdrawn task never runs; a running or finished one cannot be withdrawn", "[mcp][pool]") {
+TEST_CASE("a withdrawn task never runs, a running or finished one cannot be withdrawn", "[mcp][pool]") {
   Board board;
   WorkerPool pool(1, 4);
   auto first = std::make_shared<Numbered>(board, 1);

@@ -281,7 +281,7 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
   CHECK(c.log.level == rawtool::LogLevel::debug);
 }
 
-TEST_CASE("the log key names each destination and level; a path alone means a file", "[config][log]") {
+TEST_CASE("the log key names each destination and level, a path alone means a file", "[config][log]") {
   NoDatabaseEnvironment env;
   using rawtool::LogDestination;
   using rawtool::LogLevel;
@@ -337,7 +337,7 @@ TEST_CASE("a database left out comes from RAWTOOL_DATABASE_URL before the PG* en
   CHECK(error_field("{}") == "RAWTOOL_DATABASE_URL");
 }
 
-TEST_CASE("${NAME} in url, path and password_file comes from the environment; an unset one is named", "[config]") {
+TEST_CASE("${NAME} in url, path and password_file comes from the environment, an unset one is named", "[config]") {
   NoDatabaseEnvironment env;
   rawtool::test::TempDir dir;
   ScopedEnv password("RAWTOOL_TEST_DB_PASSWORD", "p@ss/w%rd:1");

@@ -134,7 +134,7 @@ TEST_CASE("drivers are made on first use, not at open", "[tool][pool]") {
   CHECK(t.script.made == 1);  // the idle driver is reused
 }
 
-TEST_CASE("many threads share a pool that never exceeds pool_size; callers beyond it wait", "[tool][pool]") {
+TEST_CASE("many threads share a pool that never exceeds pool_size, callers beyond it wait", "[tool][pool]") {
   ScriptedTool t(3);
   t.script.work = 15ms;
   constexpr int threads = 12;

@@ -601,7 +601,7 @@ TEST_CASE("on_progress reports a running call's elapsed time, rows read and row 
   CHECK(reports.size() == seen);
 }
 
-TEST_CASE("an on_progress that throws is logged on the operator log and the call is answered; the process lives on",
+TEST_CASE("an on_progress that throws is logged on the operator log and the call is answered, the process lives on",
           "[tool][sqlite][progress]") {
   SqliteSetup setup;
   auto tool = setup.open();

@@ -131,7 +131,7 @@ TEST_CASE("ordinary text stays as it is, non-ASCII included", "[render][escape]"
   CHECK(escaped("say \"hi\"", EscapeContext::cell) == "say \\\"hi\\\"");
 }
 
-TEST_CASE("backslash, tab and CR get short escapes; LF splits lines only when quoting", "[render][escape]") {
+TEST_CASE("backslash, tab and CR get short escapes, LF splits lines only when quoting", "[render][escape]") {
   CHECK(escaped("a\\b") == "a\\\\b");
   CHECK(escaped("a\tb") == "a\\tb");
   CHECK(escaped("a\rb") == "a\\rb");
