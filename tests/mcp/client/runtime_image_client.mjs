@@ -105,8 +105,8 @@ const call = async (name, args, where) => {
   const where = "certified_query server_version";
   const { result, s } = await call("certified_query", { name: "server_version", params: {} }, where);
   const version = s.rows?.[0]?.[0];
-  check(result.isError !== true && s.kind === "certified_rows" && /^15\./.test(version ?? ""), where,
-    `not PostgreSQL 15 rows: ${JSON.stringify(s).slice(0, 300)}`);
+  check(result.isError !== true && s.kind === "certified_rows" && /^17\./.test(version ?? ""), where,
+    `not PostgreSQL 17 rows (compose.yaml names postgres:17-trixie): ${JSON.stringify(s).slice(0, 300)}`);
   console.log(`   a certified query: server_version ${version}`);
 }
 
