@@ -1,6 +1,7 @@
 #include "mcp/http_server.hpp"
 
 #include "mcp/dispatcher.hpp"
+#include "mcp/http_sessions.hpp"
 #include "mcp/worker_pool.hpp"
 
 #include "lib/detail/log.hpp"
@@ -58,34 +59,15 @@ constexpr std::size_t max_drain_bytes = 256 * 1024;
 
 using Clock = std::chrono::steady_clock;
 
-struct HttpSession {
-  std::string id;
-  const HttpClient* client = nullptr;  // nullptr: the server has no tokens
-  std::unique_ptr<Dispatcher> dispatcher;
-  Clock::time_point last_used = Clock::now();  // guarded by Server::sessions_mutex_
-  std::size_t requests_in_flight = 0;          // guarded by Server::sessions_mutex_
-  /// Set from make_session until add_session: the session holds a place
-  /// under the session limits that its initialize has not yet filled. Run
-  /// once, if the session is dropped before it is registered (a failed or
-  /// abandoned initialize), to give the place back.
-  std::function<void()> release_place;
-  HttpSession() = default;
-  HttpSession(const HttpSession&) = delete;
-  HttpSession& operator=(const HttpSession&) = delete;
-  ~HttpSession() {
-    if (release_place) release_place();
-  }
-};
-
 class Connection;
 
 class Server {
 public:
   Server(Backend& backend, const HttpServerConfig& config, const OperatorLog& log)
-      : backend_(backend),
-        config_(config),
+      : config_(config),
         log_(log),
         pool_(config.max_concurrent_calls, config.max_queued_calls),
+        sessions_(backend, pool_, config, log),
         acceptor_(asio::make_strand(io_)) {}
 
   void start();
@@ -96,73 +78,8 @@ public:
   const HttpServerConfig& config() const noexcept { return config_; }
   const OperatorLog& log() const noexcept { return log_; }
 
-  /// A new session for `client`, or nullptr when max_sessions are open, or
-  /// max_sessions_per_token for this client, once idle sessions are ended.
-  /// Not registered until its initialize succeeds, but counted against both
-  /// limits from now on, in the same step as the check: a burst of
-  /// initializes cannot pass a limit between the two.
-  std::shared_ptr<HttpSession> make_session(const HttpClient* client) {
-    std::vector<std::shared_ptr<HttpSession>> expired;  // closed outside the lock
-    {
-      std::lock_guard lock(sessions_mutex_);
-      const auto now = Clock::now();
-      for (auto entry = sessions_.begin(); entry != sessions_.end();) {
-        HttpSession& old = *entry->second;
-        if (old.requests_in_flight == 0 && now - old.last_used > config_.session_idle) {
-          --sessions_by_client_[old.client];
-          expired.push_back(std::move(entry->second));
-          entry = sessions_.erase(entry);
-        } else {
-          ++entry;
-        }
-      }
-      if (sessions_.size() + unregistered_ >= config_.max_sessions ||
-          sessions_by_client_[client] >= config_.max_sessions_per_token) {
-        return nullptr;
-      }
-      ++unregistered_;
-      ++sessions_by_client_[client];
-    }
-    // Nothing runs in an idle session: closing it returns at once.
-    for (const auto& old : expired) old->dispatcher->close(std::chrono::milliseconds(0));
-    if (!expired.empty()) log_event(log_, LogLevel::info, "sessions_expired", "idle sessions were ended");
-    auto session = std::make_shared<HttpSession>();
-    session->id = crypto::random_hex(16);
-    session->client = client;
-    session->release_place = [this, client] {
-      std::lock_guard lock(sessions_mutex_);
-      --unregistered_;
-      --sessions_by_client_[client];
-    };
-    session->dispatcher = std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
-                                                       config_.max_reply_bytes, log_);
-    return session;
-  }
-  /// A session for one request of a stateless server: not registered under
-  /// an id, no session limit, but closed with the rest at a stop until
-  /// end_stateless. Any request but initialize finds it initialized.
-  std::shared_ptr<HttpSession> make_stateless_session(const HttpClient* client, bool initialize,
-                                                      std::string_view protocol_version) {
-    auto session = std::make_shared<HttpSession>();
-    session->client = client;
-    session->dispatcher = std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
-                                                       config_.max_reply_bytes, log_);
-    if (!initialize) session->dispatcher->assume_initialized(std::string(negotiate_protocol_version(protocol_version)));
-    bool closing = false;
-    {
-      std::lock_guard lock(sessions_mutex_);
-      stateless_.push_back(session);
-      closing = closing_;
-    }
-    // Made after the stop closed the sessions: it answers, but starts no
-    // call. (Closing a session that runs nothing returns at once.)
-    if (closing) session->dispatcher->close(std::chrono::milliseconds(0));
-    return session;
-  }
-  void end_stateless(const std::shared_ptr<HttpSession>& session) {
-    std::lock_guard lock(sessions_mutex_);
-    stateless_.erase(std::remove(stateless_.begin(), stateless_.end(), session), stateless_.end());
-  }
+  /// Which sessions exist, whose they are, and the limits on them.
+  SessionRegistry& sessions() noexcept { return sessions_; }
 
   /// Ends `session` off the I/O threads (its running statements are
   /// cancelled, which may take a moment), then runs `done` on `executor`.
@@ -190,53 +107,6 @@ public:
                         finished});
   }
 
-  /// Registers a session from make_session, in the place it holds.
-  void add_session(std::shared_ptr<HttpSession> session) {
-    std::lock_guard lock(sessions_mutex_);
-    session->release_place = nullptr;
-    --unregistered_;
-    // Registered after the stop closed the sessions: closed here, so that it
-    // starts no call. (It runs nothing yet, so this returns at once.)
-    if (closing_) session->dispatcher->close(std::chrono::milliseconds(0));
-    sessions_.emplace(session->id, std::move(session));
-  }
-  /// The session `id` names, when `client` opened it.
-  std::shared_ptr<HttpSession> find_session(const std::string& id, const HttpClient* client) {
-    std::lock_guard lock(sessions_mutex_);
-    const auto found = sessions_.find(id);
-    if (found == sessions_.end() || found->second->client != client) return nullptr;
-    return found->second;
-  }
-  std::shared_ptr<HttpSession> remove_session(const std::string& id, const HttpClient* client) {
-    std::lock_guard lock(sessions_mutex_);
-    const auto found = sessions_.find(id);
-    if (found == sessions_.end() || found->second->client != client) return nullptr;
-    auto session = std::move(found->second);
-    sessions_.erase(found);
-    --sessions_by_client_[client];
-    return session;
-  }
-
-  /// Counts a request handed to `session` until end_request; false, and
-  /// nothing counted, for a tool call over its token's max_calls_per_token.
-  bool begin_request(HttpSession& session, bool tool_call) {
-    std::lock_guard lock(sessions_mutex_);
-    if (tool_call) {
-      std::size_t& calls = calls_by_client_[session.client];
-      if (config_.max_calls_per_token != 0 && calls >= config_.max_calls_per_token) return false;
-      ++calls;
-    }
-    ++session.requests_in_flight;
-    session.last_used = Clock::now();
-    return true;
-  }
-  void end_request(HttpSession& session, bool tool_call) {
-    std::lock_guard lock(sessions_mutex_);
-    if (tool_call) --calls_by_client_[session.client];
-    --session.requests_in_flight;
-    session.last_used = Clock::now();
-  }
-
   /// Requests handed to a session whose answer is not yet written: counted
   /// by begin_write, uncounted by end_write once it is written or failed.
   void begin_write() {
@@ -259,17 +129,10 @@ private:
   void shut_down();
   void run_io() noexcept;
 
-  Backend& backend_;
   const HttpServerConfig& config_;
   const OperatorLog& log_;
-  WorkerPool pool_;  // outlives the sessions, which are declared after it
-  std::mutex sessions_mutex_;
-  std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by sessions_mutex_
-  std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered and unregistered; guarded by sessions_mutex_
-  std::size_t unregistered_ = 0;  // sessions made whose initialize has not succeeded yet; guarded by sessions_mutex_
-  std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;       // tool calls accepted; guarded by sessions_mutex_
-  std::vector<std::shared_ptr<HttpSession>> stateless_;                      // requests of a stateless server; guarded by sessions_mutex_
-  bool closing_ = false;  // the stop closed the sessions: one made later is closed at once; guarded by sessions_mutex_
+  WorkerPool pool_;           // outlives the sessions, which are declared after it
+  SessionRegistry sessions_;  // made on pool_; its unregistered sessions (held by connections) are released before it
   std::mutex written_mutex_;
   std::condition_variable written_;     // requests_in_flight_ reached 0
   std::size_t requests_in_flight_ = 0;  // guarded by written_mutex_
@@ -577,22 +440,22 @@ void Connection::on_body() {
     }
   }
   if (!server_.config().sessions) {
-    session_ = server_.make_stateless_session(client_, rpc_method_ == "initialize",
+    session_ = server_.sessions().make_stateless(client_, rpc_method_ == "initialize",
                                               header(request, "MCP-Protocol-Version").value_or(latest_protocol_version));
     stateless_ = true;
   } else if (rpc_method_ == "initialize") {
-    session_ = server_.make_session(client_);
+    session_ = server_.sessions().make(client_);
     if (session_ == nullptr) return refuse(http::status::service_unavailable, "too many sessions are open");
     new_session_ = true;
   } else {
     const auto id = header(request, "Mcp-Session-Id");
     if (!id) return refuse(http::status::bad_request, "Mcp-Session-Id is required after initialize");
-    session_ = server_.find_session(std::string(*id), client_);
+    session_ = server_.sessions().find(std::string(*id), client_);
     if (session_ == nullptr) return refuse(http::status::not_found, "no such session; initialize again");
   }
   const bool tool_call = rpc_method_ == "tools/call";
-  if (!server_.begin_request(*session_, tool_call)) {
-    if (stateless_) server_.end_stateless(session_);  // answered here, never counted
+  if (!server_.sessions().begin_request(*session_, tool_call)) {
+    if (stateless_) server_.sessions().end_stateless(session_);  // answered here, never counted
     Response response(http::status::ok, request.version());
     response.set(http::field::content_type, "application/json");
     response.body() = render::dump(error_response(
@@ -656,8 +519,8 @@ void Connection::watch_for_hangup() {
 void Connection::answered() {
   if (counted_) {
     counted_ = false;
-    server_.end_request(*session_, rpc_method_ == "tools/call");
-    if (stateless_) server_.end_stateless(session_);
+    server_.sessions().end_request(*session_, rpc_method_ == "tools/call");
+    if (stateless_) server_.sessions().end_stateless(session_);
   }
   // The watch's pending wait is left to complete on its own and then does
   // nothing: cancelling it would cancel a progress event being written too.
@@ -674,7 +537,7 @@ void Connection::deliver(const std::string& message) {
     // The session exists once its initialize succeeded.
     const json answer = json::parse(message, nullptr, false);
     new_session_ = answer.is_object() && answer.contains("result");
-    if (new_session_) server_.add_session(session_);
+    if (new_session_) server_.sessions().add(session_);
   }
   if (event_stream_) {
     log_request(200);
@@ -777,7 +640,7 @@ void Connection::handle_delete() {
   const auto& request = parser_->get();
   const auto id = header(request, "Mcp-Session-Id");
   if (!id) return refuse(http::status::bad_request, "Mcp-Session-Id is required");
-  auto session = server_.remove_session(std::string(*id), client_);
+  auto session = server_.sessions().remove(std::string(*id), client_);
   if (session == nullptr) return refuse(http::status::not_found, "no such session");
   // Its running statements are cancelled off the I/O threads (ending one
   // that ignores the cancel takes a second connection); the answer follows.
@@ -944,13 +807,7 @@ void Server::shut_down() {
   // sessions together, then the rest are cancelled. A session made from now
   // on is closed as it is made or registered. (Marked before the acceptor
   // closes: a connection refused means a new session starts no call.)
-  std::vector<std::shared_ptr<HttpSession>> sessions;
-  {
-    std::lock_guard lock(sessions_mutex_);
-    closing_ = true;
-    for (auto& entry : sessions_) sessions.push_back(entry.second);
-    sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
-  }
+  auto sessions = sessions_.close_all();
   // 2. No new connection.
   asio::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;

@@ -1,0 +1,140 @@
+#include "mcp/http_sessions.hpp"
+
+#include <rawtool/crypto.hpp>
+
+#include <algorithm>
+#include <utility>
+
+namespace rawtool::mcp::detail {
+
+HttpSession::~HttpSession() {
+  if (release_place) release_place();
+}
+
+SessionRegistry::SessionRegistry(Backend& backend, WorkerPool& pool, const HttpServerConfig& config,
+                                 const rawtool::detail::OperatorLog& log, std::function<Clock::time_point()> now)
+    : backend_(backend), pool_(pool), config_(config), log_(log), now_(std::move(now)) {}
+
+std::unique_ptr<Dispatcher> SessionRegistry::make_dispatcher(const HttpClient* client) const {
+  return std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
+                                      config_.max_reply_bytes, log_);
+}
+
+std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client) {
+  std::vector<std::shared_ptr<HttpSession>> expired;  // closed outside the lock
+  Clock::time_point now;
+  {
+    std::lock_guard lock(mutex_);
+    now = now_();
+    for (auto entry = sessions_.begin(); entry != sessions_.end();) {
+      HttpSession& old = *entry->second;
+      if (old.requests_in_flight == 0 && now - old.last_used > config_.session_idle) {
+        --sessions_by_client_[old.client];
+        expired.push_back(std::move(entry->second));
+        entry = sessions_.erase(entry);
+      } else {
+        ++entry;
+      }
+    }
+    if (sessions_.size() + unregistered_ >= config_.max_sessions ||
+        sessions_by_client_[client] >= config_.max_sessions_per_token) {
+      return nullptr;
+    }
+    ++unregistered_;
+    ++sessions_by_client_[client];
+  }
+  // Nothing runs in an idle session: closing it returns at once.
+  for (const auto& old : expired) old->dispatcher->close(std::chrono::milliseconds(0));
+  if (!expired.empty()) log_event(log_, LogLevel::info, "sessions_expired", "idle sessions were ended");
+  auto session = std::make_shared<HttpSession>();
+  session->client = client;
+  session->last_used = now;
+  session->release_place = [this, client] {
+    std::lock_guard lock(mutex_);
+    --unregistered_;
+    --sessions_by_client_[client];
+  };
+  session->id = crypto::random_hex(16);
+  session->dispatcher = make_dispatcher(client);
+  return session;
+}
+
+void SessionRegistry::add(std::shared_ptr<HttpSession> session) {
+  std::lock_guard lock(mutex_);
+  session->release_place = nullptr;
+  --unregistered_;
+  // Registered after the stop closed the sessions: closed here, so that it
+  // starts no call. (It runs nothing yet, so this returns at once.)
+  if (closing_) session->dispatcher->close(std::chrono::milliseconds(0));
+  sessions_.emplace(session->id, std::move(session));
+}
+
+std::shared_ptr<HttpSession> SessionRegistry::find(const std::string& id, const HttpClient* client) {
+  std::lock_guard lock(mutex_);
+  const auto found = sessions_.find(id);
+  if (found == sessions_.end() || found->second->client != client) return nullptr;
+  return found->second;
+}
+
+std::shared_ptr<HttpSession> SessionRegistry::remove(const std::string& id, const HttpClient* client) {
+  std::lock_guard lock(mutex_);
+  const auto found = sessions_.find(id);
+  if (found == sessions_.end() || found->second->client != client) return nullptr;
+  auto session = std::move(found->second);
+  sessions_.erase(found);
+  --sessions_by_client_[client];
+  return session;
+}
+
+std::shared_ptr<HttpSession> SessionRegistry::make_stateless(const HttpClient* client, bool initialize,
+                                                             std::string_view protocol_version) {
+  auto session = std::make_shared<HttpSession>();
+  session->client = client;
+  session->dispatcher = make_dispatcher(client);
+  if (!initialize) session->dispatcher->assume_initialized(std::string(negotiate_protocol_version(protocol_version)));
+  bool closing = false;
+  {
+    std::lock_guard lock(mutex_);
+    stateless_.push_back(session);
+    closing = closing_;
+  }
+  // Made after the stop closed the sessions: it answers, but starts no
+  // call. (Closing a session that runs nothing returns at once.)
+  if (closing) session->dispatcher->close(std::chrono::milliseconds(0));
+  return session;
+}
+
+void SessionRegistry::end_stateless(const std::shared_ptr<HttpSession>& session) {
+  std::lock_guard lock(mutex_);
+  stateless_.erase(std::remove(stateless_.begin(), stateless_.end(), session), stateless_.end());
+}
+
+bool SessionRegistry::begin_request(HttpSession& session, bool tool_call) {
+  std::lock_guard lock(mutex_);
+  if (tool_call) {
+    std::size_t& calls = calls_by_client_[session.client];
+    if (config_.max_calls_per_token != 0 && calls >= config_.max_calls_per_token) return false;
+    ++calls;
+  }
+  ++session.requests_in_flight;
+  session.last_used = now_();
+  return true;
+}
+
+void SessionRegistry::end_request(HttpSession& session, bool tool_call) {
+  std::lock_guard lock(mutex_);
+  if (tool_call) --calls_by_client_[session.client];
+  --session.requests_in_flight;
+  session.last_used = now_();
+}
+
+std::vector<std::shared_ptr<HttpSession>> SessionRegistry::close_all() {
+  std::lock_guard lock(mutex_);
+  closing_ = true;
+  std::vector<std::shared_ptr<HttpSession>> sessions;
+  for (auto& entry : sessions_) sessions.push_back(entry.second);
+  sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
+  return sessions;
+}
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,125 @@
+#pragma once
+
+// The HTTP transport's sessions: which exist (Mcp-Session-Id), whose they
+// are, how many there may be, when an idle one ends, and how many tool calls
+// a token has running. No socket here: the server asks, the registry decides.
+//
+// A session belongs to the token that opened it. Every lookup and every end
+// takes the asking token and finds nothing for another token's session, as
+// for an id that never existed: a token can neither see, use nor end another
+// token's session.
+
+#include "mcp/dispatcher.hpp"
+#include "mcp/http_access.hpp"
+#include "mcp/http_server.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace rawtool::detail {
+class OperatorLog;
+}
+
+namespace rawtool::mcp::detail {
+
+class Backend;
+class WorkerPool;
+
+/// One MCP session over HTTP: its id, the token that opened it and the
+/// dispatcher that answers it.
+struct HttpSession {
+  std::string id;                      // empty for a stateless request's session
+  const HttpClient* client = nullptr;  // nullptr: the server has no tokens
+  std::unique_ptr<Dispatcher> dispatcher;
+
+  HttpSession() = default;
+  HttpSession(const HttpSession&) = delete;
+  HttpSession& operator=(const HttpSession&) = delete;
+  ~HttpSession();
+
+private:
+  friend class SessionRegistry;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_used{};       // guarded by the registry's mutex
+  std::size_t requests_in_flight = 0;  // guarded by the registry's mutex
+  /// Set from make until add: the session holds a place under the session
+  /// limits that its initialize has not yet filled. Run once, if the session
+  /// is dropped before it is registered (a failed or abandoned initialize),
+  /// to give the place back.
+  std::function<void()> release_place;
+};
+
+/// Thread-safe: every member may be called from any thread at once. Every
+/// limit is checked and counted in one step under one lock, so a burst
+/// cannot pass a limit between the two. `backend`, `pool`, `config` and
+/// `log` outlive the registry; the registry outlives every session it made
+/// (an unregistered session gives its place back to it when dropped).
+class SessionRegistry {
+public:
+  using Clock = std::chrono::steady_clock;
+  /// Sessions are limited by config.max_sessions, config.max_sessions_per_token
+  /// and config.session_idle, tool calls by config.max_calls_per_token; each
+  /// session's dispatcher shows its token's description (config.open without
+  /// tokens). `now` is the clock idleness is measured by.
+  SessionRegistry(Backend& backend, WorkerPool& pool, const HttpServerConfig& config,
+                  const rawtool::detail::OperatorLog& log, std::function<Clock::time_point()> now = Clock::now);
+  SessionRegistry(const SessionRegistry&) = delete;
+  SessionRegistry& operator=(const SessionRegistry&) = delete;
+
+  /// A new session for `client` with a fresh random id, or nullptr when
+  /// max_sessions are open, or max_sessions_per_token for this client, once
+  /// idle sessions (of any token) are ended. Not found until add(), but
+  /// counted against both limits from now on.
+  std::shared_ptr<HttpSession> make(const HttpClient* client);
+  /// Registers a session from make(), in the place it holds: its initialize
+  /// succeeded.
+  void add(std::shared_ptr<HttpSession> session);
+  /// The registered session `id` names, when `client` opened it; nullptr
+  /// otherwise (no such id, another token's, or ended).
+  std::shared_ptr<HttpSession> find(const std::string& id, const HttpClient* client);
+  /// Ends the session as find() would find it: it is found no more and its
+  /// place is free. The caller closes its dispatcher. nullptr as for find().
+  std::shared_ptr<HttpSession> remove(const std::string& id, const HttpClient* client);
+
+  /// A session for one request of a stateless server: no id, no session
+  /// limit, but closed with the rest by close_all() until end_stateless().
+  /// Any request but initialize finds it initialized.
+  std::shared_ptr<HttpSession> make_stateless(const HttpClient* client, bool initialize, std::string_view protocol_version);
+  void end_stateless(const std::shared_ptr<HttpSession>& session);
+
+  /// Counts a request handed to `session` until end_request (a session with
+  /// a request in flight is not idle); false, and nothing counted, for a
+  /// tool call over its token's max_calls_per_token.
+  bool begin_request(HttpSession& session, bool tool_call);
+  void end_request(HttpSession& session, bool tool_call);
+
+  /// Every session, registered or stateless, for the stop to close; from now
+  /// on a session registered or made stateless is closed as it comes, so
+  /// that it starts no call.
+  std::vector<std::shared_ptr<HttpSession>> close_all();
+
+private:
+  std::unique_ptr<Dispatcher> make_dispatcher(const HttpClient* client) const;
+
+  Backend& backend_;
+  WorkerPool& pool_;
+  const HttpServerConfig& config_;
+  const rawtool::detail::OperatorLog& log_;
+  std::function<Clock::time_point()> now_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by mutex_
+  std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered and unregistered; guarded by mutex_
+  std::size_t unregistered_ = 0;  // made, initialize not yet succeeded; guarded by mutex_
+  std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;  // tool calls accepted; guarded by mutex_
+  std::vector<std::shared_ptr<HttpSession>> stateless_;                 // guarded by mutex_
+  bool closing_ = false;  // close_all() was called; guarded by mutex_
+};
+
+}  // namespace rawtool::mcp::detail

@@ -1,0 +1,315 @@
+// The HTTP transport's session registry on its own, with no socket: whose a
+// session is, which ids find nothing, the limits, idleness, the stop, and
+// many threads making and ending sessions at once.
+
+#include "scripted_backend.hpp"
+
+#include "mcp/http_sessions.hpp"
+#include "mcp/tools.hpp"
+#include "mcp/worker_pool.hpp"
+
+#include "lib/detail/log.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+using namespace rawtool::mcp::detail;
+using rawtool::mcp::test::CapturedLines;
+using rawtool::mcp::test::RecordingChannel;
+using rawtool::mcp::test::ScriptedBackend;
+using namespace std::chrono_literals;
+
+ServerDescription described(const std::string& label) {
+  ToolSettings settings;
+  settings.raw_path_enabled = true;
+  settings.databases.push_back({label, "sqlite", false});
+  settings.database_label = label;
+  ServerDescription description;
+  description.version = "test";
+  description.tools = describe_tools(settings);
+  description.instructions = server_instructions(settings);
+  description.raw_path_enabled = true;
+  description.database_labels = {label};
+  return description;
+}
+
+json raw_sql(int id) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+              {"params", {{"name", "raw_sql"}, {"arguments", {{"sql", "q"}}}}}};
+}
+
+// A registry over a scripted backend, with two tokens and a clock the test
+// moves. Declared in the order of their lifetimes: the registry last.
+struct Registry {
+  Registry() {
+    log = rawtool::detail::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
+    config.open = described("open_db");
+    config.clients = {{"alice", "a", described("alice_db")}, {"bob", "b", described("bob_db")}};
+    alice = &config.clients[0];
+    bob = &config.clients[1];
+    registry = std::make_unique<SessionRegistry>(backend, pool, config, *log, [this] { return now; });
+  }
+  ~Registry() { backend.release(); }
+
+  /// A registered session of `client`.
+  std::shared_ptr<HttpSession> open(const HttpClient* client) {
+    auto session = registry->make(client);
+    REQUIRE(session != nullptr);
+    registry->add(session);
+    return session;
+  }
+
+  CapturedLines lines;
+  std::shared_ptr<rawtool::detail::OperatorLog> log;
+  ScriptedBackend backend;
+  WorkerPool pool{2, 8};
+  HttpServerConfig config;
+  const HttpClient* alice = nullptr;
+  const HttpClient* bob = nullptr;
+  SessionRegistry::Clock::time_point now{};
+  std::unique_ptr<SessionRegistry> registry;
+};
+
+}  // namespace
+
+TEST_CASE("an HTTP session is found and ended only by the token that opened it", "[http][sessions]") {
+  Registry r;
+  const auto alices = r.open(r.alice);
+  const auto bobs = r.open(r.bob);
+  REQUIRE(alices->id != bobs->id);
+
+  // Another token, or a request without one, finds nothing under the id and
+  // cannot end the session ...
+  for (const HttpClient* other : {r.bob, static_cast<const HttpClient*>(nullptr)}) {
+    CHECK(r.registry->find(alices->id, other) == nullptr);
+    CHECK(r.registry->remove(alices->id, other) == nullptr);
+  }
+  // ... which its own token still finds and uses.
+  CHECK(r.registry->find(alices->id, r.alice) == alices);
+  CHECK(r.registry->find(bobs->id, r.bob) == bobs);
+  CHECK(r.registry->begin_request(*alices, false));
+  r.registry->end_request(*alices, false);
+  CHECK(r.registry->remove(alices->id, r.alice) == alices);
+}
+
+TEST_CASE("an HTTP session shows and lets use only its own token's databases", "[http][sessions]") {
+  Registry r;
+  const std::pair<const HttpClient*, const ServerDescription*> cases[] = {
+      {r.alice, &r.alice->description}, {r.bob, &r.bob->description}, {nullptr, &r.config.open}};
+  REQUIRE(r.alice->description.tools != r.bob->description.tools);  // each names its own database
+  for (const auto& [client, description] : cases) {
+    const auto session = r.open(client);
+    session->dispatcher->assume_initialized("2025-11-25");
+    auto channel = std::make_shared<RecordingChannel>();
+    session->dispatcher->handle(json::parse(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})"), channel);
+    REQUIRE(channel->wait_for(1));
+    CHECK(channel->messages().front()["result"]["tools"] == description->tools);
+  }
+}
+
+TEST_CASE("an id that names no session of the asking token finds nothing and ends nothing", "[http][sessions]") {
+  Registry r;
+  const auto session = r.open(r.alice);
+  const auto unregistered = r.registry->make(r.alice);  // initialize not yet answered
+  REQUIRE(unregistered != nullptr);
+  const auto stateless = r.registry->make_stateless(r.alice, false, "2025-11-25");
+  std::string upper = session->id;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  REQUIRE(upper != session->id);
+
+  const std::vector<std::string> ids{
+      "",                                      // no id (a stateless session's)
+      std::string(session->id.size(), '0'),    // unknown, of the same shape
+      session->id.substr(0, session->id.size() - 1),
+      session->id + "0",
+      " " + session->id,
+      upper,
+      unregistered->id,                        // its initialize has not succeeded
+  };
+  for (const auto& id : ids) {
+    CAPTURE(id);
+    CHECK(r.registry->find(id, r.alice) == nullptr);
+    CHECK(r.registry->remove(id, r.alice) == nullptr);
+  }
+  // None of the attempts touched the real one.
+  CHECK(r.registry->find(session->id, r.alice) == session);
+}
+
+TEST_CASE("an ended HTTP session is found no more and gives its place back", "[http][sessions]") {
+  Registry r;
+  r.config.max_sessions_per_token = 1;
+  const auto session = r.open(r.alice);
+  CHECK(r.registry->make(r.alice) == nullptr);  // its one place is taken
+
+  REQUIRE(r.registry->remove(session->id, r.alice) == session);
+  CHECK(r.registry->find(session->id, r.alice) == nullptr);
+  CHECK(r.registry->remove(session->id, r.alice) == nullptr);  // a second DELETE finds nothing
+  CHECK(r.registry->make(r.alice) != nullptr);
+}
+
+TEST_CASE("an HTTP session counts against max_sessions and max_sessions_per_token from the moment it is made",
+          "[http][sessions]") {
+  Registry r;
+  r.config.max_sessions = 3;
+  r.config.max_sessions_per_token = 2;
+
+  auto first = r.registry->make(r.alice);
+  auto second = r.registry->make(r.alice);
+  REQUIRE(first != nullptr);
+  REQUIRE(second != nullptr);
+  // Neither is registered yet, and still the token has no place left ...
+  CHECK(r.registry->make(r.alice) == nullptr);
+  // ... while another token has one, until every place is taken.
+  const auto bobs = r.registry->make(r.bob);
+  REQUIRE(bobs != nullptr);
+  CHECK(r.registry->make(r.bob) == nullptr);
+
+  // A session dropped before its initialize succeeded gives its place back;
+  // a registered one keeps it.
+  r.registry->add(first);
+  second.reset();
+  auto third = r.registry->make(r.alice);
+  REQUIRE(third != nullptr);
+  CHECK(r.registry->make(r.alice) == nullptr);
+  CHECK(r.registry->make_stateless(r.alice, false, "2025-11-25") != nullptr);  // a stateless request holds no place
+}
+
+TEST_CASE("an idle HTTP session is ended when a session is made; one with a request in flight is not",
+          "[http][sessions]") {
+  Registry r;
+  r.config.session_idle = 10s;
+  const auto busy = r.open(r.alice);
+  const auto idle = r.open(r.bob);
+  const auto fresh = r.open(r.bob);
+  REQUIRE(r.registry->begin_request(*busy, true));
+
+  r.now += 10s;  // idle exactly as long as allowed: kept
+  REQUIRE(r.registry->make(r.alice) != nullptr);
+  CHECK(r.registry->find(idle->id, r.bob) == idle);
+
+  REQUIRE(r.registry->begin_request(*fresh, false));
+  r.registry->end_request(*fresh, false);  // used now
+  r.now += 1ms;
+  REQUIRE(r.registry->make(r.alice) != nullptr);
+  CHECK(r.registry->find(idle->id, r.bob) == nullptr);
+  CHECK(r.registry->find(fresh->id, r.bob) == fresh);
+  CHECK(r.registry->find(busy->id, r.alice) == busy);
+  CHECK(r.lines.all().find("sessions_expired") != std::string::npos);
+
+  // The ended session's dispatcher starts no call.
+  auto channel = std::make_shared<RecordingChannel>();
+  idle->dispatcher->assume_initialized("2025-11-25");
+  idle->dispatcher->handle(raw_sql(7), channel);
+  REQUIRE(channel->wait_for(1));
+  CHECK(channel->messages().front()["error"]["message"] == "the session has ended");
+}
+
+TEST_CASE("max_calls_per_token counts one token's tool calls across its sessions and no other token's",
+          "[http][sessions]") {
+  Registry r;
+  r.config.max_calls_per_token = 2;
+  const auto one = r.open(r.alice);
+  const auto two = r.open(r.alice);
+  const auto bobs = r.open(r.bob);
+
+  REQUIRE(r.registry->begin_request(*one, true));
+  REQUIRE(r.registry->begin_request(*two, true));
+  CHECK_FALSE(r.registry->begin_request(*one, true));
+  CHECK(r.registry->begin_request(*one, false));  // not a tool call: not limited
+  r.registry->end_request(*one, false);
+  CHECK(r.registry->begin_request(*bobs, true));
+
+  r.registry->end_request(*two, true);
+  CHECK(r.registry->begin_request(*one, true));
+}
+
+TEST_CASE("after the stop took every HTTP session, one registered or made stateless later starts no call",
+          "[http][sessions]") {
+  Registry r;
+  const auto before = r.open(r.alice);
+  const auto pending = r.registry->make(r.alice);
+  const auto request = r.registry->make_stateless(r.bob, false, "2025-11-25");
+  const auto taken = r.registry->close_all();
+  CHECK(taken.size() == 2);  // the registered and the stateless one; the pending one is not registered yet
+  CHECK(std::find(taken.begin(), taken.end(), before) != taken.end());
+  CHECK(std::find(taken.begin(), taken.end(), request) != taken.end());
+
+  pending->dispatcher->assume_initialized("2025-11-25");
+  r.registry->add(pending);
+  const auto late = r.registry->make_stateless(r.bob, false, "2025-11-25");
+  for (const auto& session : {pending, late}) {
+    auto channel = std::make_shared<RecordingChannel>();
+    session->dispatcher->handle(raw_sql(1), channel);
+    REQUIRE(channel->wait_for(1));
+    CHECK(channel->messages().front()["error"]["message"] == "the session has ended");
+  }
+}
+
+TEST_CASE("HTTP sessions made and ended from many threads at once never pass a limit, never show across tokens, and "
+          "give every place back",
+          "[http][sessions]") {
+  Registry r;
+  r.config.max_sessions = 6;
+  r.config.max_sessions_per_token = 4;
+  const HttpClient* tokens[] = {r.alice, r.bob};
+  std::atomic<std::size_t> held[2] = {0, 0};
+  std::atomic<std::size_t> held_total{0};
+  std::atomic<std::size_t> most[2] = {0, 0};
+  std::atomic<std::size_t> most_total{0};
+  std::atomic<std::size_t> seen_across{0};
+  std::atomic<std::size_t> made{0};
+  const auto raise = [](std::atomic<std::size_t>& most_seen, std::size_t value) {
+    for (auto seen = most_seen.load(); value > seen && !most_seen.compare_exchange_weak(seen, value);) {
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const int mine = t % 2;
+      for (int round = 0; round < 300; ++round) {
+        auto session = r.registry->make(tokens[mine]);
+        if (session == nullptr) continue;
+        ++made;
+        // Counted after the registry counted it and uncounted before it is
+        // ended: never more than the registry holds.
+        raise(most[mine], ++held[mine]);
+        raise(most_total, ++held_total);
+        const bool register_it = (round + t) % 2 == 0;
+        if (register_it) {
+          r.registry->add(session);
+          if (r.registry->find(session->id, tokens[1 - mine]) != nullptr) ++seen_across;
+          if (r.registry->remove(session->id, tokens[1 - mine]) != nullptr) ++seen_across;
+        }
+        --held[mine];
+        --held_total;
+        if (register_it) REQUIRE(r.registry->remove(session->id, tokens[mine]) == session);
+        session.reset();  // an unregistered one gives its place back here
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+
+  CHECK(made > 0);
+  CHECK(seen_across == 0);
+  CHECK(most[0] <= r.config.max_sessions_per_token);
+  CHECK(most[1] <= r.config.max_sessions_per_token);
+  CHECK(most_total <= r.config.max_sessions);
+  // Every place is free again: the limits allow exactly as many as at first.
+  std::vector<std::shared_ptr<HttpSession>> again;
+  for (int i = 0; i < 4; ++i) again.push_back(r.registry->make(r.alice));
+  for (int i = 0; i < 2; ++i) again.push_back(r.registry->make(r.bob));
+  CHECK(std::count(again.begin(), again.end(), nullptr) == 0);
+  CHECK(r.registry->make(r.bob) == nullptr);
+}
