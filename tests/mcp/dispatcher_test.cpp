@@ -26,24 +26,11 @@ namespace {
 using nlohmann::json;
 using namespace rawtool::mcp::detail;
 using rawtool::mcp::test::CapturedLines;
+using rawtool::mcp::test::description_with;
 using rawtool::mcp::test::RecordingChannel;
 using rawtool::mcp::test::ScriptedBackend;
 using namespace std::chrono_literals;
 using Handled = Dispatcher::Handled;
-
-ServerDescription description_with(std::vector<std::string> labels, bool raw_path = true) {
-  ToolSettings settings;
-  settings.raw_path_enabled = raw_path;
-  for (const auto& label : labels) settings.databases.push_back({label, "sqlite", false});
-  if (!labels.empty()) settings.database_label = labels.front();
-  ServerDescription description;
-  description.version = "test";
-  description.tools = describe_tools(settings);
-  description.instructions = server_instructions(settings);
-  description.raw_path_enabled = raw_path;
-  description.database_labels = std::move(labels);
-  return description;
-}
 
 json initialize() {
   return json::parse(R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"

@@ -35,22 +35,9 @@ using tcp = asio::ip::tcp;
 using nlohmann::json;
 using namespace rawtool::mcp::detail;
 using rawtool::mcp::test::CapturedLines;
+using rawtool::mcp::test::description_with;
 using rawtool::mcp::test::ScriptedBackend;
 using namespace std::chrono_literals;
-
-ServerDescription description() {
-  ToolSettings settings;
-  settings.raw_path_enabled = true;
-  settings.databases.push_back({"main", "sqlite", false});
-  settings.database_label = "main";
-  ServerDescription described;
-  described.version = "test";
-  described.tools = describe_tools(settings);
-  described.instructions = server_instructions(settings);
-  described.raw_path_enabled = true;
-  described.database_labels = {"main"};
-  return described;
-}
 
 // One keep-alive connection to the server; a response that does not come
 // within 10 s is an error, so a server that never answers fails the test
@@ -126,7 +113,7 @@ bool refuses_connections(std::uint16_t port) {
 struct Served {
   explicit Served(std::chrono::milliseconds grace = 5s) {
     log = rawtool::detail::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
-    config.open = description();
+    config.open = description_with({"main"});
     config.shutdown_grace = grace;
     server = std::make_unique<HttpServer>(backend, config, *log);
     server->start();

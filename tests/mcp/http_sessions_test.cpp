@@ -5,7 +5,6 @@
 #include "scripted_backend.hpp"
 
 #include "mcp/http_sessions.hpp"
-#include "mcp/tools.hpp"
 #include "mcp/worker_pool.hpp"
 
 #include "lib/detail/log.hpp"
@@ -23,26 +22,13 @@
 
 namespace {
 
-using nlohmann::json;
+using namespace std::chrono_literals;
 using namespace rawtool::mcp::detail;
+using nlohmann::json;
 using rawtool::mcp::test::CapturedLines;
+using rawtool::mcp::test::description_with;
 using rawtool::mcp::test::RecordingChannel;
 using rawtool::mcp::test::ScriptedBackend;
-using namespace std::chrono_literals;
-
-ServerDescription described(const std::string& label) {
-  ToolSettings settings;
-  settings.raw_path_enabled = true;
-  settings.databases.push_back({label, "sqlite", false});
-  settings.database_label = label;
-  ServerDescription description;
-  description.version = "test";
-  description.tools = describe_tools(settings);
-  description.instructions = server_instructions(settings);
-  description.raw_path_enabled = true;
-  description.database_labels = {label};
-  return description;
-}
 
 json raw_sql(int id) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
@@ -54,8 +40,8 @@ json raw_sql(int id) {
 struct Registry {
   Registry() {
     log = rawtool::detail::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
-    config.open = described("open_db");
-    config.clients = {{"alice", "a", described("alice_db")}, {"bob", "b", described("bob_db")}};
+    config.open = description_with({"open_db"});
+    config.clients = {{"alice", "a", description_with({"alice_db"})}, {"bob", "b", description_with({"bob_db"})}};
     alice = &config.clients[0];
     bob = &config.clients[1];
     registry = std::make_unique<SessionRegistry>(backend, pool, config, *log, [this] { return now; });

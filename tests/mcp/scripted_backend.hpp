@@ -6,6 +6,7 @@
 
 #include "mcp/backend.hpp"
 #include "mcp/dispatcher.hpp"
+#include "mcp/tools.hpp"
 
 #include <rawtool/log.hpp>
 #include <rawtool/render/builder.hpp>
@@ -28,6 +29,22 @@
 namespace rawtool::mcp::test {
 
 using namespace std::chrono_literals;
+
+/// What a server shows with the databases `labels` (the first the default),
+/// raw_sql enabled unless `raw_path` is false.
+inline detail::ServerDescription description_with(std::vector<std::string> labels, bool raw_path = true) {
+  detail::ToolSettings settings;
+  settings.raw_path_enabled = raw_path;
+  for (const auto& label : labels) settings.databases.push_back({label, "sqlite", false});
+  if (!labels.empty()) settings.database_label = labels.front();
+  detail::ServerDescription description;
+  description.version = "test";
+  description.tools = detail::describe_tools(settings);
+  description.instructions = detail::server_instructions(settings);
+  description.raw_path_enabled = raw_path;
+  description.database_labels = std::move(labels);
+  return description;
+}
 
 /// A reply as a backend returns one, made by the renderer: rawtool's words
 /// `words`, then `value` (escaped, in quotes) when given.
