@@ -1,6 +1,7 @@
 #include "mcp/http_server.hpp"
 
 #include "mcp/dispatcher.hpp"
+#include "mcp/http_event_stream.hpp"
 #include "mcp/http_sessions.hpp"
 #include "mcp/worker_pool.hpp"
 
@@ -208,39 +209,59 @@ private:
   void on_body();
   void handle_delete();
   void refuse(http::status status, std::string_view message);
-  void send(Response response);
+  /// Writes `response`, then reads the next request, or closes when the
+  /// request asked so, its body was not read, or `close` (its framing is
+  /// malformed: nothing after it can be framed).
+  void send(Response response, bool close = false);
   void drain_and_close();
   void watch_for_hangup();
   void answered();
-  void stream(std::string message, bool last);
-  void write_next_event();
+  void start_event_stream();
+  void write_stream_piece(EventStream::Piece piece, std::string bytes, EventStream::Written written);
   void log_request(unsigned status);
+
+  /// Where the connection is with its request. Changed only by enter(),
+  /// which keeps the server's counts that follow from it.
+  enum class Phase {
+    reading,    ///< waiting for a request, or reading one
+    replying,   ///< writing an answer of its own (a refusal, /healthz): no session is involved
+    handed,     ///< the request is with its session: counted against it and its token (begin_request)
+                ///< and by the stop, which waits for its answer to be written (begin_write)
+    watched,    ///< handed, a tool call whose answer is awaited: the socket is watched for a hang-up
+    answering,  ///< the session answered; the answer is being written (the stop still waits for it)
+    closing,    ///< the last answer is written: the connection drains and closes
+  };
+  void enter(Phase next);
+  static bool counted(Phase phase) noexcept { return phase == Phase::handed || phase == Phase::watched; }
+  static bool awaited(Phase phase) noexcept { return counted(phase) || phase == Phase::answering; }
+
+  /// How the request came by session_.
+  enum class SessionOrigin {
+    named,       ///< found under the request's Mcp-Session-Id
+    made,        ///< made by the request's initialize; not registered (yet, or ever: it failed)
+    registered,  ///< registered by the request's initialize: the answer carries its Mcp-Session-Id
+    own,         ///< a stateless server's session for this request alone
+  };
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Server& server_;
   const HttpClient* client_ = nullptr;
+  Phase phase_ = Phase::reading;
   std::shared_ptr<HttpSession> session_;
-  bool new_session_ = false;  // session_ was made by this request's initialize
-  std::string rpc_method_;    // for the log: the JSON-RPC method, when it is a string
-  json request_id_;           // the id of the request in flight; null for a notification
-  bool in_flight_ = false;    // counted by Server::begin_write until its answer is written
-  bool counted_ = false;      // counted by Server::begin_request until its answer comes
+  SessionOrigin session_origin_ = SessionOrigin::named;
+  std::string rpc_method_;  // for the log: the JSON-RPC method, when it is a string
+  json request_id_;         // the id of the request in flight; null for a notification
   std::array<char, 16 * 1024> drain_{};
   std::size_t drained_ = 0;
   // The answer as text/event-stream (a tool call whose client accepts it and
-  // asked for progress): a chunked response, one event per message.
-  bool event_stream_ = false;
-  bool stream_head_written_ = false;
-  bool writing_event_ = false;
-  std::deque<std::pair<std::string, bool>> events_;  // event text ("" for none), last
+  // asked for progress): a chunked response, one event per message. Empty
+  // for an answer in one body.
+  std::optional<EventStream> events_;
   std::shared_ptr<http::response<http::empty_body>> stream_head_;
   std::shared_ptr<http::response_serializer<http::empty_body>> stream_serializer_;
-  bool awaiting_answer_ = false;  // a tool call's answer is awaited; the socket is watched for a hang-up
-  bool stateless_ = false;        // session_ is this request's own (a stateless server)
-  bool unframed_ = false;         // the request's framing is malformed: its answer closes the connection
-  Accepted accepted_;             // what the request's Accept allows
+  Accepted accepted_;  // what the request's Accept allows
 };
 
 /// The channel one POST's message is answered through. The response goes to
@@ -299,10 +320,11 @@ void Connection::read_header() {
   // compares Content-Length with an unset optional limit as over it, so the
   // limit for the headers is the largest number instead.)
   parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+  enter(Phase::reading);
   client_ = nullptr;
   session_.reset();
-  stateless_ = false;
-  new_session_ = false;
+  session_origin_ = SessionOrigin::named;
+  events_.reset();
   rpc_method_.clear();
   request_id_ = nullptr;
   if (buffer_.size() != 0) return read_request_header();  // the next request has begun
@@ -337,7 +359,6 @@ bool Connection::refuse_malformed(const beast::error_code& error) {
 }
 
 void Connection::refuse_framing(bool too_large) {
-  unframed_ = true;
   log_event(server_.log(), LogLevel::warn, "rejected",
             too_large ? "a request whose headers are over 16 KiB (431)"
                       : "a request whose HTTP framing could not be parsed (400)");
@@ -346,7 +367,7 @@ void Connection::refuse_framing(bool too_large) {
   response.set(http::field::content_type, "application/json");
   response.body() = error_body(ErrorCode::invalid_request, too_large ? "the request's headers are over 16 KiB"
                                                                      : "the request's HTTP framing is malformed");
-  send(std::move(response));
+  send(std::move(response), true);
 }
 
 void Connection::on_header() {
@@ -442,11 +463,11 @@ void Connection::on_body() {
   if (!server_.config().sessions) {
     session_ = server_.sessions().make_stateless(client_, rpc_method_ == "initialize",
                                               header(request, "MCP-Protocol-Version").value_or(latest_protocol_version));
-    stateless_ = true;
+    session_origin_ = SessionOrigin::own;
   } else if (rpc_method_ == "initialize") {
     session_ = server_.sessions().make(client_);
     if (session_ == nullptr) return refuse(http::status::service_unavailable, "too many sessions are open");
-    new_session_ = true;
+    session_origin_ = SessionOrigin::made;
   } else {
     const auto id = header(request, "Mcp-Session-Id");
     if (!id) return refuse(http::status::bad_request, "Mcp-Session-Id is required after initialize");
@@ -455,7 +476,7 @@ void Connection::on_body() {
   }
   const bool tool_call = rpc_method_ == "tools/call";
   if (!server_.sessions().begin_request(*session_, tool_call)) {
-    if (stateless_) server_.sessions().end_stateless(session_);  // answered here, never counted
+    if (session_origin_ == SessionOrigin::own) server_.sessions().end_stateless(session_);  // answered here, never counted
     Response response(http::status::ok, request.version());
     response.set(http::field::content_type, "application/json");
     response.body() = render::dump(error_response(
@@ -463,20 +484,18 @@ void Connection::on_body() {
     log_request(200);
     return send(std::move(response));
   }
-  counted_ = true;
+  enter(Phase::handed);
   stream_.expires_never();  // the answer may wait for a tool call
-  server_.begin_write();
-  in_flight_ = true;
-  event_stream_ = false;
+  bool event_stream = false;
   if (tool_call && message.contains("params") && message["params"].is_object()) {
     const json& params = message["params"];
     const bool wants_progress = params.contains("_meta") && params["_meta"].is_object() &&
                                 params["_meta"].contains("progressToken");
-    event_stream_ = wants_progress && accepted_.event_stream;
+    event_stream = wants_progress && accepted_.event_stream;
   }
   // A client that takes only an event stream gets every answer as one.
-  if (!accepted_.json) event_stream_ = true;
-  stream_head_written_ = false;
+  if (!accepted_.json) event_stream = true;
+  if (event_stream) start_event_stream();
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
   auto handled = Dispatcher::Handled::answered;
   try {
@@ -489,7 +508,7 @@ void Connection::on_body() {
     return;
   }
   if (handled == Dispatcher::Handled::started && !request_id_.is_null()) {
-    awaiting_answer_ = true;
+    enter(Phase::watched);
     watch_for_hangup();
   }
 }
@@ -500,11 +519,11 @@ void Connection::on_body() {
 // close (a pipelined request) ends the watch and waits for its turn.
 void Connection::watch_for_hangup() {
   stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code error) {
-    if (error || !self->awaiting_answer_) return;
+    if (error || self->phase_ != Phase::watched) return;
     char byte = 0;
     const ssize_t peeked = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (peeked > 0 || (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return;
-    self->awaiting_answer_ = false;
+    self->enter(Phase::handed);
     const json cancel{{"jsonrpc", "2.0"},
                       {"method", "notifications/cancelled"},
                       {"params", {{"requestId", self->request_id_}, {"reason", "the client closed the connection"}}}};
@@ -517,35 +536,42 @@ void Connection::watch_for_hangup() {
 // The answer is about to be written: the request stops counting against its
 // session and token, and the hang-up watch ends.
 void Connection::answered() {
-  if (counted_) {
-    counted_ = false;
-    server_.sessions().end_request(*session_, rpc_method_ == "tools/call");
-    if (stateless_) server_.sessions().end_stateless(session_);
-  }
   // The watch's pending wait is left to complete on its own and then does
   // nothing: cancelling it would cancel a progress event being written too.
-  awaiting_answer_ = false;
+  if (counted(phase_)) enter(Phase::answering);
+}
+
+void Connection::enter(Phase next) {
+  const Phase was = std::exchange(phase_, next);
+  if (counted(was) && !counted(next)) {
+    server_.sessions().end_request(*session_, rpc_method_ == "tools/call");
+    if (session_origin_ == SessionOrigin::own) server_.sessions().end_stateless(session_);
+  }
+  if (!awaited(was) && awaited(next)) server_.begin_write();
+  if (awaited(was) && !awaited(next)) server_.end_write();
 }
 
 void Connection::deliver_event(const std::string& message) {
-  if (event_stream_ && counted_) stream(message, false);
+  if (events_ && counted(phase_)) events_->send(message, false);
 }
 
 void Connection::deliver(const std::string& message) {
   answered();
-  if (new_session_) {
+  if (session_origin_ == SessionOrigin::made) {
     // The session exists once its initialize succeeded.
     const json answer = json::parse(message, nullptr, false);
-    new_session_ = answer.is_object() && answer.contains("result");
-    if (new_session_) server_.sessions().add(session_);
+    if (answer.is_object() && answer.contains("result")) {
+      server_.sessions().add(session_);
+      session_origin_ = SessionOrigin::registered;
+    }
   }
-  if (event_stream_) {
+  if (events_) {
     log_request(200);
-    return stream(message, true);
+    return events_->send(message, true);
   }
   Response response(http::status::ok, parser_->get().version());
   response.set(http::field::content_type, "application/json");
-  if (new_session_) response.set("Mcp-Session-Id", session_->id);
+  if (session_origin_ == SessionOrigin::registered) response.set("Mcp-Session-Id", session_->id);
   response.body() = message;
   log_request(200);
   send(std::move(response));
@@ -553,18 +579,18 @@ void Connection::deliver(const std::string& message) {
 
 void Connection::deliver_nothing() {
   answered();
-  if (event_stream_ && (stream_head_written_ || writing_event_ || !events_.empty())) {
+  if (events_ && events_->begun()) {
     // The stream has begun: it ends with the stop's error, or with no response.
     if (server_.stopping) {
       log_request(503);
-      return stream(render::dump(error_response(request_id_, ErrorCode::server_busy,
-                                                "the server stopped before this call finished; it was cancelled")),
-                    true);
+      return events_->send(render::dump(error_response(request_id_, ErrorCode::server_busy,
+                                                       "the server stopped before this call finished; it was cancelled")),
+                           true);
     }
     log_request(202);
-    return stream("", true);
+    return events_->send("", true);
   }
-  event_stream_ = false;
+  events_.reset();
   if (server_.stopping && !request_id_.is_null() && rpc_method_ == "tools/call") {
     // Cancelled at the stop's deadline: the caller is told, not left waiting.
     Response response(http::status::service_unavailable, parser_->get().version());
@@ -578,62 +604,53 @@ void Connection::deliver_nothing() {
   send(Response(http::status::accepted, parser_->get().version()));
 }
 
-void Connection::stream(std::string message, bool last) {
-  events_.emplace_back(message.empty() ? std::string() : "event: message\ndata: " + message + "\n\n", last);
-  if (!writing_event_) write_next_event();
+void Connection::start_event_stream() {
+  events_.emplace([this](EventStream::Piece piece, std::string bytes, EventStream::Written written) {
+    write_stream_piece(piece, std::move(bytes), std::move(written));
+  });
 }
 
-// Writes the stream's head, then its events in order, one write at a time;
-// after the last, the connection reads its next request.
-void Connection::write_next_event() {
+// One piece of the event stream: each write must be taken within
+// request_timeout; between events the call may run as long as it runs.
+// After the end, the connection reads its next request.
+void Connection::write_stream_piece(EventStream::Piece piece, std::string bytes, EventStream::Written written) {
   const auto self = shared_from_this();
-  if (!stream_head_written_) {
-    writing_event_ = true;
-    stream_head_ = std::make_shared<http::response<http::empty_body>>(http::status::ok, parser_->get().version());
-    stream_head_->set(http::field::content_type, "text/event-stream");
-    stream_head_->set(http::field::cache_control, "no-cache");
-    stream_head_->set(http::field::server, "rawtool");
-    stream_head_->keep_alive(parser_->get().keep_alive());
-    stream_head_->chunked(true);
-    if (new_session_) stream_head_->set("Mcp-Session-Id", session_->id);
-    stream_serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*stream_head_);
-    // Each write must be taken within request_timeout; between events the
-    // call may run as long as it runs.
-    stream_.expires_after(server_.config().request_timeout);
-    http::async_write_header(stream_, *stream_serializer_, [self](beast::error_code error, std::size_t) {
-      self->stream_.expires_never();
-      self->writing_event_ = false;
-      if (error) return;
-      self->stream_head_written_ = true;
-      self->write_next_event();
-    });
-    return;
-  }
-  if (events_.empty()) return;
-  auto [text, last] = std::move(events_.front());
-  events_.pop_front();
-  writing_event_ = true;
-  auto body = std::make_shared<std::string>(std::move(text));
-  const auto after = [self, last = last](beast::error_code error) {
-    self->stream_.expires_never();
-    self->writing_event_ = false;
-    if (error) return;
-    if (!last) return self->write_next_event();
-    self->stream_.expires_after(self->server_.config().request_timeout);
-    asio::async_write(self->stream_, http::make_chunk_last(), [self](beast::error_code ended, std::size_t) {
-      if (self->in_flight_) {
-        self->in_flight_ = false;
-        self->server_.end_write();
-      }
-      if (ended) return;
-      if (self->stream_head_->keep_alive()) return self->read_header();
-      self->drain_and_close();
-    });
-  };
-  if (body->empty()) return after({});
   stream_.expires_after(server_.config().request_timeout);
-  asio::async_write(stream_, http::make_chunk(asio::buffer(*body)),
-                    [body, after](beast::error_code error, std::size_t) { after(error); });
+  switch (piece) {
+    case EventStream::Piece::head:
+      stream_head_ = std::make_shared<http::response<http::empty_body>>(http::status::ok, parser_->get().version());
+      stream_head_->set(http::field::content_type, "text/event-stream");
+      stream_head_->set(http::field::cache_control, "no-cache");
+      stream_head_->set(http::field::server, "rawtool");
+      stream_head_->keep_alive(parser_->get().keep_alive());
+      stream_head_->chunked(true);
+      if (session_origin_ == SessionOrigin::registered) stream_head_->set("Mcp-Session-Id", session_->id);
+      stream_serializer_ = std::make_shared<http::response_serializer<http::empty_body>>(*stream_head_);
+      http::async_write_header(stream_, *stream_serializer_, [self, written](beast::error_code error, std::size_t) {
+        self->stream_.expires_never();
+        written(!error);
+      });
+      return;
+    case EventStream::Piece::event: {
+      auto body = std::make_shared<std::string>(std::move(bytes));
+      asio::async_write(stream_, http::make_chunk(asio::buffer(*body)),
+                        [self, body, written](beast::error_code error, std::size_t) {
+                          self->stream_.expires_never();
+                          written(!error);
+                        });
+      return;
+    }
+    case EventStream::Piece::end:
+      asio::async_write(stream_, http::make_chunk_last(), [self, written](beast::error_code error, std::size_t) {
+        written(!error);
+        const bool keep_alive = self->stream_head_->keep_alive();
+        self->enter(error || keep_alive ? Phase::reading : Phase::closing);
+        if (error) return;
+        if (keep_alive) return self->read_header();
+        self->drain_and_close();
+      });
+      return;
+  }
 }
 
 void Connection::handle_delete() {
@@ -669,20 +686,18 @@ void Connection::refuse(http::status status, std::string_view message) {
   send(std::move(response));
 }
 
-void Connection::send(Response response) {
+void Connection::send(Response response, bool close) {
   // A request whose body was not read cannot be followed by another on this
   // connection.
-  const bool keep_alive = !unframed_ && parser_->is_done() && parser_->get().keep_alive();
+  const bool keep_alive = !close && parser_->is_done() && parser_->get().keep_alive();
   response.keep_alive(keep_alive);
   response.set(http::field::server, "rawtool");
   response.prepare_payload();
   auto shared = std::make_shared<Response>(std::move(response));
   stream_.expires_after(server_.config().request_timeout);
+  if (!awaited(phase_)) enter(Phase::replying);
   http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code error, std::size_t) {
-    if (self->in_flight_) {
-      self->in_flight_ = false;
-      self->server_.end_write();
-    }
+    self->enter(error || shared->keep_alive() ? Phase::reading : Phase::closing);
     if (error) return;
     if (shared->keep_alive()) return self->read_header();
     self->drain_and_close();
