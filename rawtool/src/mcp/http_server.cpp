@@ -25,7 +25,6 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <algorithm>
 #include <limits>
@@ -35,7 +34,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
