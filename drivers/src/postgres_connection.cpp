@@ -183,8 +183,9 @@ std::optional<Unavailable> PostgresDriver::connect() {
   } catch (const std::exception& e) {
     return Unavailable{Untrusted(std::string_view(e.what()))};
   }
-  // Every notice comes to us as fields; libpq's default would print it raw to stderr.
-  PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, this);
+  // Every notice comes to us as fields; libpq's default would print it raw to
+  // stderr. Until a call runs (see execute), they are dropped.
+  PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, nullptr);
   // The driver reads every field on its own (PQresultErrorField) and never
   // libpq's composed message, which is a further copy of each field per error,
   // twice over (the result's and the connection's): severity and SQLSTATE are

@@ -74,7 +74,6 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   if (auto* refusal = std::get_if<Refusal>(&bound)) return std::move(*refusal);
   const std::vector<Oid>& types = std::get<BoundParameters>(bound).types;
   if (auto unavailable = connect()) return std::move(*unavailable);
-  rows_seen_ = 0;
   const std::string text(sql);
   // Every statement here is the unnamed one. A pooler that tracks named
   // statements (PgBouncer from 1.21 with max_prepared_statements, on by
@@ -99,7 +98,8 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   };
   const auto failed = [&](const Result& result) -> std::variant<StatementShape, Failure, Refusal, Unavailable> {
     if (lost() || result == nullptr || PQresultStatus(result.get()) != PGRES_FATAL_ERROR) return broken_connection();
-    Failure failure = failure_of(result.get(), Limits{});
+    std::uint64_t fields_bytes = 0;  // describe keeps no connection for its size
+    Failure failure = failure_of(result.get(), Limits{}, 0, fields_bytes);
     if (!end()) return broken_connection();
     return failure;
   };

@@ -27,7 +27,7 @@ void PostgresDriver::cancel() noexcept {
   std::shared_ptr<PGcancel> canceller;
   {
     std::lock_guard lock(cancel_mutex_);
-    if (!running_) {
+    if (running_ == nullptr) {
       cancel_pending_ = true;  // for the execute() about to start, until arm()
       return;
     }
@@ -35,7 +35,7 @@ void PostgresDriver::cancel() noexcept {
     // One request per call: a statement that ignores it is ended after the
     // grace whatever more come (see wait_for_input), so callers may repeat
     // cancel() until the call returns without a thread and a connection each.
-    if (cancel_requested_.exchange(true)) return;
+    if (running_->cancel_requested.exchange(true)) return;
     canceller = canceller_;
   }
   cancels_->start(std::move(canceller));

@@ -1,9 +1,9 @@
-// Running one statement on a PostgreSQL connection: the pipeline that wraps
-// it (sent at once, read in order), its results read one row at a time under
-// the call's deadline and caps and converted to rawtool's values, its notices,
-// and the cleanup that leaves the session as it found it. Everything a call
-// learns while it runs lives in its PostgresDriver::Call; what outlives it
-// (the session's timeouts, the kept guard) is the connection's.
+// Running one statement on a PostgreSQL connection: what the pipeline that
+// wraps it sends and in what order, the cleanup that leaves the session as it
+// found it, and the end of the call (finish); its results are read in
+// postgres_results.cpp. Everything a call learns while it runs lives in its
+// PostgresDriver::Call and ends with it; what outlives it (the session's
+// timeouts, the kept guard) is the connection's.
 //
 // One call is one pipeline, sent at once and read in order, so the safety
 // wrapping costs no extra round trips:
@@ -102,15 +102,11 @@
 // cleanup), it is cleaned up with ROLLBACK and DISCARD ALL, and a connection
 // that cannot be cleaned is dropped.
 #include "detail/postgres_driver.hpp"
-#include "detail/row_budget.hpp"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>
 
-#include <poll.h>
-
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -123,14 +119,10 @@
 #include <variant>
 #include <vector>
 
-#include <rawtool/crypto.hpp>
-
 namespace rawtool::detail {
 namespace {
 
 using std::chrono::milliseconds;
-
-constexpr Oid bytea_oid = 17;
 
 /// How often a backend running a statement checks that its client is still
 /// there (client_connection_check_interval, PostgreSQL 14 and later): a backend
@@ -151,346 +143,6 @@ Refusal guard_refusal() {
                 "could become a role that read-only mode refuses). Run it again; `rawtool check-config --connect` "
                 "shows what the role can do.");
 }
-
-Untrusted error_field(const PGresult* result, int field) { return text_of(PQresultErrorField(result, field)); }
-
-std::optional<std::int64_t> position_field(const PGresult* result, int field) {
-  const char* text = PQresultErrorField(result, field);
-  if (text == nullptr) return std::nullopt;
-  std::int64_t value = 0;
-  const char* end = text + std::strlen(text);
-  const auto [ptr, ec] = std::from_chars(text, end, value);
-  if (ec != std::errc{} || ptr != end) return std::nullopt;
-  return value;
-}
-
-/// The length a bytea value's text form decodes to, without decoding it: the
-/// byte cap is checked before anything is copied. Hex form ("\x" and two
-/// digits a byte) or the escape form ("\\" and "\ooo" a byte each).
-std::size_t bytea_length(const char* text, std::size_t length) {
-  if (length >= 2 && text[0] == '\\' && text[1] == 'x') return (length - 2) / 2;
-  std::size_t decoded = 0;
-  for (std::size_t i = 0; i < length; ++decoded) {
-    if (text[i] != '\\') {
-      ++i;
-    } else if (i + 1 < length && text[i + 1] == '\\') {
-      i += 2;
-    } else {
-      i += 4;
-    }
-  }
-  return decoded;
-}
-
-}  // namespace
-
-void PostgresDriver::on_notice(const PGresult* notice) {
-  if (notices_ == nullptr) return;
-  NoticeSink& sink = *notices_;
-  constexpr int fields[] = {PG_DIAG_SEVERITY_NONLOCALIZED, PG_DIAG_SQLSTATE,     PG_DIAG_MESSAGE_PRIMARY,
-                            PG_DIAG_MESSAGE_DETAIL,        PG_DIAG_MESSAGE_HINT, PG_DIAG_CONTEXT};
-  // Sized before anything is copied, so that a loop of RAISE NOTICE costs a
-  // count per notice past the budget, not memory.
-  std::uint64_t size = 0;
-  for (const int field : fields) {
-    const char* text = PQresultErrorField(notice, field);
-    if (text != nullptr) size += std::strlen(text);
-  }
-  if (sink.closed || size > sink.budget) {
-    sink.closed = true;
-    ++sink.withheld;
-    return;
-  }
-  sink.budget -= size;
-  sink.kept.push_back(Notice{error_field(notice, fields[0]), error_field(notice, fields[1]),
-                             error_field(notice, fields[2]), error_field(notice, fields[3]),
-                             error_field(notice, fields[4]), error_field(notice, fields[5])});
-}
-
-void PostgresDriver::send_cancel() noexcept {
-  std::shared_ptr<PGcancel> canceller;
-  {
-    std::lock_guard lock(cancel_mutex_);
-    canceller = canceller_;
-  }
-  if (canceller != nullptr) cancels_->start(std::move(canceller));
-}
-
-bool PostgresDriver::wait_for_input() {
-  for (;;) {
-    const auto now = Clock::now();
-    if (cancel_requested_.load() && !cancel_sent_) {
-      // The caller's cancel has been sent (cancel()); a statement that ignores
-      // it is given up after the grace, like one past its deadline.
-      cancel_sent_ = true;
-      deadline_ = std::min(deadline_, now + client_grace);
-    }
-    if (now >= deadline_) {
-      if (cancel_sent_) {
-        stop_ = Stop::gave_up;
-        return false;
-      }
-      send_cancel();
-      cancel_sent_ = true;
-      if (stop_ == Stop::none) stop_ = Stop::deadline_cancel;
-      deadline_ = now + client_grace;
-      continue;
-    }
-    // What the socket has not taken yet of the pipeline is pushed on here;
-    // the server may need to be read from before it reads more.
-    const int unsent = PQflush(conn_);
-    if (unsent < 0) {
-      stop_ = Stop::broken;
-      return false;
-    }
-    const short events = unsent == 0 ? POLLIN : POLLIN | POLLOUT;
-    // Woken at least every quarter second to see a cancel from the caller.
-    switch (detail::wait_socket(conn_, events, std::min(deadline_, now + milliseconds(250)))) {
-      case detail::Ready::yes:
-        return true;
-      case detail::Ready::broken:
-        stop_ = Stop::broken;
-        return false;
-      case detail::Ready::timeout:
-        break;
-    }
-  }
-}
-
-Result PostgresDriver::next_result() {
-  if (stop_ == Stop::gave_up || stop_ == Stop::broken || stop_ == Stop::abandoned) return nullptr;
-  while (PQisBusy(conn_) == 1) {
-    if (!wait_for_input()) break;
-  }
-  if (stop_ == Stop::gave_up) return nullptr;
-  Result result(PQgetResult(conn_));
-  if (PQstatus(conn_) == CONNECTION_BAD) stop_ = Stop::broken;
-  return result;
-}
-
-void PostgresDriver::discard_copy_out() {
-  send_cancel();
-  for (;;) {
-    char* buffer = nullptr;
-    const int received = PQgetCopyData(conn_, &buffer, 1);
-    if (buffer != nullptr) PQfreemem(buffer);
-    if (received > 0) continue;
-    if (received < 0) return;  // -1: the copy ended; -2: the connection failed (next_result sees it)
-    if (!wait_for_input()) return;
-  }
-}
-
-bool PostgresDriver::drain_query() {
-  bool ok = true;
-  while (Result result = next_result()) {
-    const ExecStatusType status = PQresultStatus(result.get());
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) ok = false;
-  }
-  return ok && stop_ == Stop::none;
-}
-
-bool PostgresDriver::drain_queries(int count) {
-  bool ok = true;
-  for (int i = 0; i < count; ++i) ok = drain_query() && ok;
-  return ok;
-}
-
-bool PostgresDriver::expect_sync() {
-  Result result = next_result();
-  return result != nullptr && PQresultStatus(result.get()) == PGRES_PIPELINE_SYNC;
-}
-
-Outcome PostgresDriver::error_outcome(const PGresult* result, const Limits& limits, Clock::time_point started) {
-  if (sqlstate_is(result, "57014") && cancel_requested_.load()) {
-    return refuse(RefusalReason::cancelled, "The statement was cancelled.");
-  }
-  if (sqlstate_is(result, "57014") &&
-      (stop_ == Stop::deadline_cancel || Clock::now() - started >= limits.statement_timeout)) {
-    return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
-  }
-  return failure_of(result, limits);
-}
-
-bool PostgresDriver::read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started) {
-  // After the error, libpq ends the query with a null result before the Sync.
-  for (int ends = 0; ends < 3;) {
-    Result result = next_result();
-    if (result == nullptr) {
-      if (stop_ != Stop::none) return false;
-      ++ends;
-      continue;
-    }
-    const ExecStatusType status = PQresultStatus(result.get());
-    if (status == PGRES_PIPELINE_SYNC) return true;
-    if (status != PGRES_FATAL_ERROR) return false;
-    if (std::holds_alternative<Rows>(outcome)) outcome = error_outcome(result.get(), limits, started);
-  }
-  return false;
-}
-
-Failure PostgresDriver::failure_of(const PGresult* result, const Limits& limits) {
-  Failure failure;
-  failure.engine = Engine::postgresql;
-  failure.rows_before_failure = rows_seen_;
-  failure.position = position_field(result, PG_DIAG_STATEMENT_POSITION);
-  failure.internal_position = position_field(result, PG_DIAG_INTERNAL_POSITION);
-  // In the order of Failure::Withheld's digest.
-  const std::pair<int, Untrusted Failure::*> fields[] = {
-      {PG_DIAG_SEVERITY_NONLOCALIZED, &Failure::severity}, {PG_DIAG_SQLSTATE, &Failure::sqlstate},
-      {PG_DIAG_MESSAGE_PRIMARY, &Failure::message},        {PG_DIAG_MESSAGE_DETAIL, &Failure::detail},
-      {PG_DIAG_MESSAGE_HINT, &Failure::hint},              {PG_DIAG_CONTEXT, &Failure::context},
-      {PG_DIAG_INTERNAL_QUERY, &Failure::internal_query},  {PG_DIAG_SCHEMA_NAME, &Failure::schema},
-      {PG_DIAG_TABLE_NAME, &Failure::table},               {PG_DIAG_COLUMN_NAME, &Failure::column},
-      {PG_DIAG_DATATYPE_NAME, &Failure::datatype},         {PG_DIAG_CONSTRAINT_NAME, &Failure::constraint},
-  };
-  std::uint64_t total = 0;
-  for (const auto& [code, member] : fields) {
-    const char* text = PQresultErrorField(result, code);
-    if (text != nullptr) total += std::strlen(text);
-  }
-  largest_message_ = std::max(largest_message_, total);
-  if (total <= limits.max_bytes) {
-    for (const auto& [code, member] : fields) failure.*member = error_field(result, code);
-    return failure;
-  }
-  // Too large to keep: hashed where libpq holds it, and only a prefix of each
-  // field copied, for the operator's log. The renderer refuses it.
-  crypto::Sha256 digest;  // in the framing of Failure::Withheld
-  for (const auto& [code, member] : fields) {
-    const char* text = PQresultErrorField(result, code);
-    const std::string_view field = text == nullptr ? std::string_view() : std::string_view(text);
-    digest.update_field(field);
-    failure.*member = Untrusted(field.substr(0, Failure::failure_prefix_bytes));
-  }
-  digest.update_field({});  // the statement, which the driver does not put in a failure
-  failure.withheld = Failure::Withheld{total, digest.hex_digest()};
-  return failure;
-}
-
-/// Reads the caller's statement's results: rows one at a time under the caps,
-/// or its failure. Leaves the pipeline at the Sync that ends its segment.
-Outcome PostgresDriver::read_statement(const Limits& limits, Clock::time_point started, bool bounded) {
-  PQsetSingleRowMode(conn_);
-  detail::RowBudget budget(limits);
-  std::vector<Oid>& oids = column_types_;
-  oids.clear();
-  std::optional<Outcome> outcome;
-  bool truncation_cancelled = false;
-
-  const auto take_columns = [&](const PGresult* result) {
-    const int count = PQnfields(result);
-    std::vector<Column> columns(static_cast<std::size_t>(count));
-    oids.resize(columns.size());
-    for (int c = 0; c < count; ++c) {
-      const char* name = PQfname(result, c);
-      columns[static_cast<std::size_t>(c)].name = text_of(name);
-      oids[static_cast<std::size_t>(c)] = PQftype(result, c);
-    }
-    budget.set_columns(std::move(columns));
-  };
-
-  while (Result result = next_result()) {
-    const PGresult* r = result.get();
-    switch (PQresultStatus(r)) {
-      case PGRES_SINGLE_TUPLE: {
-        if (!budget.has_columns() && budget.open()) take_columns(r);
-        if (!budget.open()) {
-          budget.offer(0);  // drained after the cap: counted, never kept
-          report_rows_read(++rows_seen_);
-          break;
-        }
-        // The row is built first so the byte cap counts what would be kept
-        // (bytea decoded, not its hex text). It is one row: bounded by what
-        // libpq already holds.
-        // Sized before anything is copied: a row the caps withhold costs no
-        // copy, so memory stays at what libpq itself holds for one row.
-        const int count = PQnfields(r);
-        std::uint64_t row_bytes = 0;
-        std::uint64_t message_bytes = 0;
-        for (int c = 0; c < count; ++c) {
-          if (PQgetisnull(r, 0, c) == 1) continue;
-          const auto length = static_cast<std::size_t>(PQgetlength(r, 0, c));
-          message_bytes += length;
-          row_bytes += PQftype(r, c) == bytea_oid ? bytea_length(PQgetvalue(r, 0, c), length) : length;
-        }
-        largest_message_ = std::max(largest_message_, message_bytes);
-        report_rows_read(++rows_seen_);
-        if (budget.offer(row_bytes)) {
-          std::vector<Cell> row(static_cast<std::size_t>(count));
-          for (int c = 0; c < count; ++c) {
-            if (PQgetisnull(r, 0, c) == 1) continue;
-            const char* value = PQgetvalue(r, 0, c);
-            const auto length = static_cast<std::size_t>(PQgetlength(r, 0, c));
-            Cell& cell = row[static_cast<std::size_t>(c)];
-            if (PQftype(r, c) == bytea_oid) {
-              std::size_t decoded_length = 0;
-              unsigned char* decoded = PQunescapeBytea(reinterpret_cast<const unsigned char*>(value), &decoded_length);
-              if (decoded != nullptr) {
-                cell = Untrusted(reinterpret_cast<const char*>(decoded), decoded_length);
-                PQfreemem(decoded);
-              }
-            }
-            if (!cell) cell = Untrusted(value, length);
-          }
-          budget.keep(std::move(row));
-        } else if (!bounded || budget.truncation() == Truncation::byte_cap) {
-          // The rest is not wanted: stop the server producing it, then drain
-          // what is already on its way (counted as withheld, never kept). A
-          // bounded FETCH past the row cap has nothing more on its way.
-          send_cancel();
-          truncation_cancelled = true;
-        }
-        break;
-      }
-      case PGRES_TUPLES_OK:
-        if (!budget.has_columns()) take_columns(r);
-        // A FETCH that filled its max_rows + 1 leaves the cursor open: more may follow.
-        if (!bounded || rows_seen_ <= limits.max_rows) budget.reached_end();
-        break;
-      case PGRES_COMMAND_OK: {
-        const char* affected = PQcmdTuples(result.get());
-        std::uint64_t count = 0;
-        const char* end = affected + std::strlen(affected);
-        if (*affected != '\0' && std::from_chars(affected, end, count).ec == std::errc{}) budget.set_rows_affected(count);
-        budget.reached_end();
-        break;
-      }
-      case PGRES_EMPTY_QUERY:
-        outcome = refuse(RefusalReason::empty_statement, "The statement is empty.");
-        break;
-      case PGRES_COPY_OUT:
-      case PGRES_COPY_IN:
-      case PGRES_COPY_BOTH:
-        // COPY to or from the client has no place in a reply. A copy out is
-        // cancelled and its data dropped. A copy in cannot be ended inside a
-        // pipeline (libpq's CopyFail adds a Sync of its own), so the
-        // connection is given up: closing it rolls the statement back.
-        if (PQresultStatus(r) == PGRES_COPY_OUT) discard_copy_out();
-        else stop_ = Stop::abandoned;
-        outcome = refuse(RefusalReason::not_permitted, "COPY to or from the client is not supported.");
-        break;
-      case PGRES_FATAL_ERROR:
-      case PGRES_NONFATAL_ERROR:
-        if (truncation_cancelled && sqlstate_is(r, "57014")) {
-          break;  // our own cancel after the cap: the rest stays unread
-        }
-        if (stop_ == Stop::broken || outcome.has_value()) break;  // the COPY already refused; this is its end
-        outcome = error_outcome(r, limits, started);
-        break;
-      case PGRES_PIPELINE_ABORTED:
-        // The preamble failed, so the statement did not run.
-        outcome = refuse(RefusalReason::internal, "The read-only transaction could not be started.");
-        break;
-      default:
-        outcome = refuse(RefusalReason::internal, "The server sent a reply this tool does not understand.");
-        break;
-    }
-  }
-  if (outcome) return std::move(*outcome);
-  return std::move(budget).take();
-}
-
-namespace {
 
 /// The prefix that makes a statement a cursor; a position the server reports
 /// in it is shifted back by its length (ASCII: characters and bytes agree).
@@ -517,9 +169,9 @@ bool PostgresDriver::send_wrapping(const Call& call, const char* name, const cha
          PQsendQueryPrepared(conn_, name, 0, nullptr, nullptr, nullptr, 0) == 1;
 }
 
-bool PostgresDriver::drain_wrapping(const Call& call) {
-  const bool parsed = !call.named || drain_query();
-  return drain_query() && parsed;
+bool PostgresDriver::drain_wrapping(Call& call) {
+  const bool parsed = !call.named || drain_query(call);
+  return drain_query(call) && parsed;
 }
 
 bool PostgresDriver::send_read_only_cleanup(const Call& call, bool again) {
@@ -537,11 +189,11 @@ bool PostgresDriver::send_read_only_cleanup(const Call& call, bool again) {
          send_wrapping(call, "rawtool_deallocate", "DEALLOCATE ALL");
 }
 
-bool PostgresDriver::drain_read_only_cleanup(const Call& call, bool again) {
-  if (!call.named) return drain_queries(3);
+bool PostgresDriver::drain_read_only_cleanup(Call& call, bool again) {
+  if (!call.named) return drain_queries(call, 3);
   // Every part is read, whatever failed before it.
-  const bool first = again ? drain_wrapping(call) : drain_query();
-  const bool second = again ? drain_query() : drain_wrapping(call);
+  const bool first = again ? drain_wrapping(call) : drain_query(call);
+  const bool second = again ? drain_query(call) : drain_wrapping(call);
   const bool deallocated = drain_wrapping(call);
   return first && second && deallocated;
 }
@@ -580,25 +232,25 @@ bool PostgresDriver::send_statement(const Call& call, const std::string& text) {
          PQsendQueryPrepared(conn_, "rawtool_statement", count, call.bound.values.data(), nullptr, nullptr, 0) == 1;
 }
 
-Result PostgresDriver::next_statement_result(const Call& call) {
+Result PostgresDriver::next_statement_result(Call& call) {
   if (call.named) {
     // The Parse's own result comes first. Its failure (a syntax error, an
     // unknown table) is the statement's: returned, and the skipped Bind's
     // results follow, for the caller to drain as the statement's.
     Result failed;
-    while (Result parsed = next_result()) {
+    while (Result parsed = next_result(call)) {
       if (PQresultStatus(parsed.get()) == PGRES_FATAL_ERROR && failed == nullptr) failed = std::move(parsed);
     }
     if (failed != nullptr) return failed;
   }
-  return next_result();
+  return next_result(call);
 }
 
 bool PostgresDriver::read_transaction_start(Call& call) {
   bool ok = drain_wrapping(call);  // BEGIN READ ONLY
   if (!call.pooled && !call.guarded) return ok;
   bool answered = false;
-  while (Result result = next_result()) {
+  while (Result result = next_result(call)) {
     const PGresult* r = result.get();
     // The guard's query failing for any reason but a cancel is taken as the
     // guard tripping: the audit asked again then decides (see execute).
@@ -610,12 +262,12 @@ bool PostgresDriver::read_transaction_start(Call& call) {
     answered = std::from_chars(pid, pid + std::strlen(pid), call.server_pid).ec == std::errc{};
     if (finds_prepared_transactions()) call.transaction_started = PQgetvalue(r, 0, PQnfields(r) - 1);
   }
-  return ok && (answered || call.guard_tripped) && stop_ == Stop::none;
+  return ok && (answered || call.guard_tripped) && call.stop == Stop::none;
 }
 
 bool PostgresDriver::read_timeouts(Call& call) {
   if (!call.set_timeouts) return true;
-  const bool applied = drain_query() && expect_sync();
+  const bool applied = drain_query(call) && expect_sync(call);
   session_timeouts_ = applied ? std::optional(call.wanted) : std::nullopt;
   return applied;
 }
@@ -652,11 +304,11 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     outcome = guard_refusal();
   } else if (Result declared = next_statement_result(call); declared != nullptr) {
     const ExecStatusType status = PQresultStatus(declared.get());
-    if (status == PGRES_FATAL_ERROR && declare_refused_statement(declared.get()) && stop_ == Stop::none &&
-        !cancel_requested_.load()) {
+    if (status == PGRES_FATAL_ERROR && declare_refused_statement(declared.get()) && call.stop == Stop::none &&
+        !call.cancel_requested.load()) {
       as_cursor = false;
     } else if (status == PGRES_FATAL_ERROR) {
-      outcome = error_outcome(declared.get(), call.limits, call.started);
+      outcome = error_outcome(call, declared.get());
       if (auto* failure = std::get_if<Failure>(&*outcome); failure != nullptr && failure->position) {
         // The server counted the cursor's prefix; the caller's statement starts after it.
         *failure->position = std::max<std::int64_t>(1, *failure->position - static_cast<std::int64_t>(cursor_prefix.size()));
@@ -664,16 +316,16 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     } else if (status != PGRES_COMMAND_OK) {
       call.clean = false;
     }
-    while (next_result() != nullptr) {
+    while (next_result(call) != nullptr) {
     }
   }
   if (as_cursor && !outcome) {
-    if (call.named) drain_query();  // the FETCH's Parse
-    outcome = read_statement(call.limits, call.started, true);  // the FETCH
+    if (call.named) drain_query(call);  // the FETCH's Parse
+    outcome = read_statement(call, true);  // the FETCH
   } else {
     drain_wrapping(call);  // the FETCH, skipped after the failed DECLARE
   }
-  notices_ = &call.wrapping;
+  call.collecting = &call.wrapping;
   if (!as_cursor) {
     // Nothing of the statement ran: the DECLARE failed before planning. The
     // cleanup was skipped with the rest of the segment; the ROLLBACK that
@@ -681,25 +333,25 @@ Outcome PostgresDriver::run_read_only(Call& call) {
     // unnamed, guard included (parsed again): the statement that is not a
     // query stays the unnamed one.
     drain_read_only_cleanup(call);
-    if (!expect_sync()) return broken_connection_or_stop();
+    if (!expect_sync(call)) return broken_connection_or_stop(call);
     call.named = false;
     call.guard_kept = false;
     call.notices = NoticeSink{};
     call.notices.budget = call.limits.max_notice_bytes;
     call.wrapping = NoticeSink{};
-    notices_ = &call.notices;
+    call.collecting = &call.notices;
     sent = send_text("ROLLBACK") && send_transaction_start(call) && send_statement(call, call.statement) &&
            send_read_only_cleanup(call) && PQpipelineSync(conn_) == 1;
     if (!sent) return broken_connection();
-    call.clean = drain_query() && call.clean;  // ROLLBACK
+    call.clean = drain_query(call) && call.clean;  // ROLLBACK
     call.clean = read_transaction_start(call) && call.clean;
     if (call.guard_tripped) {
-      drain_query();  // the statement, aborted with the segment (unnamed here)
+      drain_query(call);  // the statement, aborted with the segment (unnamed here)
       outcome = guard_refusal();
     } else {
-      outcome = read_statement(call.limits, call.started, false);
+      outcome = read_statement(call, false);
     }
-    notices_ = &call.wrapping;
+    call.collecting = &call.wrapping;
   }
   // A statement that failed (or was cancelled) aborted the rest of its
   // segment, cleanup included, and left the transaction open in error: the
@@ -708,12 +360,12 @@ Outcome PostgresDriver::run_read_only(Call& call) {
   // segment); if one fails, as when the statement prepared that name itself,
   // the session is reset by finish().
   bool cleaned = drain_read_only_cleanup(call);
-  call.clean = expect_sync() && call.clean;
-  if (!cleaned && stop_ == Stop::none) {
+  call.clean = expect_sync(call) && call.clean;
+  if (!cleaned && call.stop == Stop::none) {
     if (send_read_only_cleanup(call, true) && PQpipelineSync(conn_) == 1) {
-      cleaned = drain_read_only_cleanup(call, true) && expect_sync();
+      cleaned = drain_read_only_cleanup(call, true) && expect_sync(call);
     } else {
-      stop_ = Stop::broken;
+      call.stop = Stop::broken;
     }
   }
   call.clean = cleaned && call.clean;
@@ -758,29 +410,29 @@ Outcome PostgresDriver::run_read_write(Call& call) {
   if (!sent) return broken_connection();
 
   call.clean = read_timeouts(call);
-  Outcome outcome = read_statement(call.limits, call.started, false);
-  call.clean = read_commit(outcome, call.limits, call.started) && call.clean;  // the commit can raise notices too
-  notices_ = &call.wrapping;
+  Outcome outcome = read_statement(call, false);
+  call.clean = read_commit(call, outcome) && call.clean;  // the commit can raise notices too
+  call.collecting = &call.wrapping;
   // DISCARD ALL reset the timeouts to the connection's defaults; the
   // set_config after it put this call's back, so a next call with the same
   // limits needs no preamble.
-  bool reset = drain_queries(2);
+  bool reset = drain_queries(call, 2);
   bool no_temporary_schema = false;  // unless the server says so
-  while (Result result = next_result()) {
+  while (Result result = next_result(call)) {
     const bool answered = PQresultStatus(result.get()) == PGRES_TUPLES_OK && PQntuples(result.get()) == 1;
     no_temporary_schema = answered && std::string_view(PQgetvalue(result.get(), 0, 0)) == "t";
     if (answered && PQnfields(result.get()) == 2) dblink_executable_ = std::string_view(PQgetvalue(result.get(), 0, 1)) == "t";
     reset = reset && answered;
   }
-  reset = expect_sync() && reset;
+  reset = expect_sync(call) && reset;
   session_timeouts_ = reset ? std::optional(call.wanted) : std::nullopt;
   call.clean = reset && call.clean;
   call.give_up_connection = !no_temporary_schema || dblink_executable_.value_or(true);
   return outcome;
 }
 
-Unavailable PostgresDriver::broken_connection_or_stop() {
-  if (stop_ == Stop::none) stop_ = Stop::broken;
+Unavailable PostgresDriver::broken_connection_or_stop(Call& call) {
+  if (call.stop == Stop::none) call.stop = Stop::broken;
   if (recorded_ != nullptr) recorded_->keep();  // broken mid-call: its statement may run on
   return broken_connection();
 }
@@ -812,24 +464,8 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   }
   if (auto refusal = reserve_refusal()) return std::move(*refusal);
 
-  Call call{.limits = limits,
-            .bound = std::get<BoundParameters>(bound_or_refusal),
-            .statement = std::string(sql),
-            .started = Clock::now(),
-            .wanted = {limits.statement_timeout, limits.lock_timeout, limits.statement_timeout + client_grace * 2},
-            .timeouts = {},
-            .notices = {},
-            .wrapping = {},
-            .clean = true,
-            .give_up_connection = false,
-            .pooled = false,
-            .server_pid = 0,
-            .transaction_started = {},
-            .guarded = false,
-            .guard = {},
-            .guard_tripped = false,
-            .named = false,
-            .guard_kept = false};
+  Call call(limits, std::get<BoundParameters>(bound_or_refusal), sql,
+            {limits.statement_timeout, limits.lock_timeout, limits.statement_timeout + client_grace * 2});
   // Through a pooler the read-only timeouts are local to the transaction, so
   // that no setting outlives the call on whichever server connection ran it;
   // elsewhere they are the session's, sent only when they change, which
@@ -864,7 +500,6 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
     if (call.pooled && call.guarded) call.timeouts += fmt::format(", {}", audit_->guard);
     if (call.pooled && finds_prepared_transactions()) call.timeouts += ", pg_catalog.transaction_timestamp()::text";
   }
-  call.notices.budget = limits.max_notice_bytes;
 
   // Whatever the server sent while the session was idle is parsed now, before
   // the statement's notices are collected: it was not raised by this statement.
@@ -872,25 +507,22 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   bool cancelled_early = false;
   {
     std::lock_guard lock(cancel_mutex_);
-    running_ = true;
-    cancel_requested_.store(false);
+    running_ = &call;
     cancelled_early = std::exchange(cancel_pending_, false);
   }
+  // The connection's notices go to this call (to call.collecting) until it
+  // returns; cancel() reaches it until then, or until finish() lets go.
+  PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, &call);
   struct Running {
     PostgresDriver& driver;
     ~Running() {
       std::lock_guard lock(driver.cancel_mutex_);
-      driver.running_ = false;
-      driver.notices_ = nullptr;
+      driver.running_ = nullptr;
+      if (driver.conn_ != nullptr) PQsetNoticeReceiver(driver.conn_, &PostgresDriver::receive_notice, nullptr);
     }
   } running{*this};
   if (cancelled_early) return refuse(RefusalReason::cancelled, "The call was cancelled before its statement was sent.");
-  stop_ = Stop::none;
-  cancel_sent_ = false;
-  largest_message_ = 0;
-  rows_seen_ = 0;
   report_rows_read(0);
-  deadline_ = call.started + limits.statement_timeout + client_grace;
 
   // The statement's notices are collected from before anything is sent until
   // the end of its results (read-only) or its segment's Sync (read-write,
@@ -911,9 +543,9 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // in progress. Its notices go to a sink of their own, and any one of them
   // means the statement ended the wrapping (COMMIT, ROLLBACK, PREPARE
   // TRANSACTION): a violation, answered with a refusal, never with rows.
-  notices_ = &call.notices;
+  call.collecting = &call.notices;
   Outcome outcome = read_only ? run_read_only(call) : run_read_write(call);
-  notices_ = nullptr;
+  call.collecting = nullptr;
   if (std::holds_alternative<Unavailable>(outcome)) return outcome;
   outcome = finish(call, std::move(outcome), read_only);
   if (!call.guard_tripped || std::holds_alternative<Unavailable>(outcome)) return outcome;
@@ -947,23 +579,23 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
 
   {
     std::lock_guard lock(cancel_mutex_);
-    running_ = false;  // from here on cancel() starts nothing
+    running_ = nullptr;  // from here on cancel() starts nothing
   }
-  if (stop_ == Stop::broken) {
+  if (call.stop == Stop::broken) {
     if (recorded_ != nullptr) recorded_->keep();  // broken mid-call: its statement may run on
     return broken_connection();
   }
-  if (stop_ == Stop::abandoned) {
+  if (call.stop == Stop::abandoned) {
     disconnect();
     return outcome;
   }
-  if (stop_ == Stop::gave_up) {
+  if (call.stop == Stop::gave_up) {
     // The server did not stop the statement when asked (a statement can catch
     // the cancel and go on): it is ended from another connection, and this
     // connection is never used again.
     const bool ended = end_backend(statement_backend(call, read_only));
     if (!ended && recorded_ != nullptr) recorded_->keep();  // for the next rawtool with this configuration to end
-    const bool cancelled = cancel_requested_.load();
+    const bool cancelled = call.cancel_requested.load();
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
                   Trusted::format("The statement {} and did not stop when the server was asked to cancel it; {}",
@@ -998,15 +630,15 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     // stays its reply; anything else the statement produced is replaced.
     if (!std::holds_alternative<Failure>(outcome)) outcome = std::move(violation);
   }
-  if (largest_message_ > keep_connection_below_bytes) disconnect();  // gives libpq's input buffer back
+  if (call.largest_message > keep_connection_below_bytes) disconnect();  // gives libpq's input buffer back
   if (auto* rows = std::get_if<Rows>(&outcome); rows != nullptr && conn_ != nullptr) {
-    queried_after = name_types(rows->columns, column_types_, Clock::now() + connection_bound_) || queried_after;
+    queried_after = name_types(rows->columns, call.column_types, Clock::now() + connection_bound_) || queried_after;
   }
   if (call.give_up_connection) disconnect();  // after the types are named, on this connection
   // Nothing was sent after the pipeline (a reset, the prepared-transaction
   // lookup, type names), so the guard it left is still the unnamed statement.
   guard_kept_ = call.guard_kept && !queried_after && conn_ != nullptr;
-  if (cancel_requested_.load() && !std::holds_alternative<Failure>(outcome) && !std::holds_alternative<Refusal>(outcome)) {
+  if (call.cancel_requested.load() && !std::holds_alternative<Failure>(outcome) && !std::holds_alternative<Refusal>(outcome)) {
     return refuse(RefusalReason::cancelled, "The statement was cancelled.");
   }
   return outcome;

@@ -26,7 +26,6 @@ bool PostgresDriver::end_backend(int pid) {
   if (!terminator_->terminate(pid, deadline)) return false;
   // The backend's end closes this connection's socket: that, not a lookup by
   // pid, is what shows that the session that ran the statement is gone.
-  notices_ = nullptr;
   for (;;) {
     switch (detail::wait_socket(conn_, POLLIN, deadline)) {
       case detail::Ready::broken:

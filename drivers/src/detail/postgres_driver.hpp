@@ -8,9 +8,12 @@
 //   postgres_connection.cpp  opening and closing the connection: the libpqxx
 //                            session, the password file, the connect-time
 //                            queries, the session's settings
-//   postgres_pipeline.cpp    running one statement: the wrapping pipeline,
-//                            single-row reads under the deadline, results
-//                            converted to rawtool's values, the cleanup
+//   postgres_pipeline.cpp    running one statement: what the wrapping
+//                            pipeline sends and in what order, the cleanup,
+//                            the end of a call
+//   postgres_results.cpp     reading what the pipeline brings: single-row
+//                            reads under the call's deadline and cancel,
+//                            rows, failures and notices as rawtool's values
 //   postgres_describe.cpp    describe() and the names of types
 //   postgres_recovery.cpp    what a statement leaves that the call must end:
 //                            a backend that ignored its cancel, a transaction
@@ -105,57 +108,75 @@ public:
   std::variant<DatabaseReport, Unavailable> inspect() override;
 
 private:
+  /// Why the call's pipeline stopped before its end, if it did.
   enum class Stop { none, deadline_cancel, gave_up, broken, abandoned };
+
+  /// The notices of a statement, as they arrive.
+  struct NoticeSink {
+    std::vector<Notice> kept;
+    std::uint64_t withheld = 0;
+    std::uint64_t budget = 0;  ///< bytes still free for kept notices
+    bool closed = false;       ///< a notice did not fit: every later one is withheld too
+  };
+
+  /// The timeouts this connection's session holds, as set_config left them.
+  struct SessionTimeouts {
+    std::chrono::milliseconds statement;
+    std::chrono::milliseconds lock;
+    std::chrono::milliseconds idle_in_transaction;
+    bool operator==(const SessionTimeouts&) const = default;
+  };
 
   struct Call;
 
   std::optional<Unavailable> connect();
   void disconnect() noexcept;
-  void on_notice(const PGresult* notice);
-  static void receive_notice(void* self, const PGresult* notice) {
-    static_cast<PostgresDriver*>(self)->on_notice(notice);
-  }
+  /// libpq's notice receiver: `running` is the Call the connection runs (see
+  /// execute), null between calls, when every notice is dropped.
+  static void receive_notice(void* running, const PGresult* notice);
 
-  /// The next result of the pipeline, waiting no later than the deadline; on
-  /// the deadline it cancels once, and after a further grace it gives up.
-  /// Returns null at the end of each query's results, or when stopped.
-  Result next_result();
+  // Reading the pipeline's results (postgres_results.cpp).
+
+  /// The next result of the pipeline, waiting no later than the call's
+  /// deadline; on the deadline it cancels once, and after a further grace it
+  /// gives up. Returns null at the end of each query's results, or when stopped.
+  Result next_result(Call& call);
   /// Waits until input arrives and reads it, under the same deadline rules.
   /// False when the call must stop (given up, or the connection broke).
-  bool wait_for_input();
+  bool wait_for_input(Call& call);
   /// Reads and drops a COPY TO STDOUT stream after cancelling it.
-  void discard_copy_out();
+  void discard_copy_out(Call& call);
+  /// Asks the server to cancel what the connection runs (see CancelRequests).
   void send_cancel() noexcept;
   /// `bounded`: the results are a FETCH of at most max_rows + 1 rows (see
   /// run_read_only), so reaching the row cap needs no cancel, and the end of
   /// the results is the end of the statement's rows only when fewer came.
-  Outcome read_statement(const Limits& limits, Clock::time_point started, bool bounded);
-  bool drain_query();
+  Outcome read_statement(Call& call, bool bounded);
+  bool drain_query(Call& call);
   /// Drains `count` queries' results, every one even after one failed.
-  bool drain_queries(int count);
-  bool expect_sync();
-  /// Queues ROLLBACK, pg_advisory_unlock_all() and DEALLOCATE ALL: what undoes
-  /// everything a read-only statement can leave behind (see the file comment).
-  /// `again`: sent on its own after the first one was skipped, the
-  /// transaction in error.
-  bool send_read_only_cleanup(const Call& call, bool again = false);
-  /// Reads what send_read_only_cleanup queued; false when any part failed.
-  bool drain_read_only_cleanup(const Call& call, bool again = false);
-  /// Where a statement can prepare its transaction, the read-only transaction
-  /// answers when it began (see ended_transaction_refusal).
-  [[nodiscard]] bool finds_prepared_transactions() const { return audit_ && audit_->prepared_transactions; }
-  /// The database's failure, its fields copied; a failure whose fields pass
-  /// limits.max_bytes keeps a prefix of each and their size and digest
-  /// (Failure::withheld).
-  Failure failure_of(const PGresult* result, const Limits& limits);
+  bool drain_queries(Call& call, int count);
+  bool expect_sync(Call& call);
   /// The outcome of the statement's error: a cancel or a timeout when it is
   /// one, the database's failure otherwise.
-  Outcome error_outcome(const PGresult* result, const Limits& limits, Clock::time_point started);
+  Outcome error_outcome(Call& call, const PGresult* result);
   /// Reads a read-write statement's results up to its Sync. The statement
   /// commits at that Sync, after its own results, and a commit can fail (a
   /// deferred constraint or trigger): then the outcome is that failure, not
   /// the rows. False when the Sync did not come as expected.
-  bool read_commit(Outcome& outcome, const Limits& limits, Clock::time_point started);
+  bool read_commit(Call& call, Outcome& outcome);
+
+  // The pipeline (postgres_pipeline.cpp).
+
+  /// Queues ROLLBACK, pg_advisory_unlock_all() and DEALLOCATE ALL: what undoes
+  /// everything a read-only statement can leave behind (see postgres_pipeline.cpp).
+  /// `again`: sent on its own after the first one was skipped, the
+  /// transaction in error.
+  bool send_read_only_cleanup(const Call& call, bool again = false);
+  /// Reads what send_read_only_cleanup queued; false when any part failed.
+  bool drain_read_only_cleanup(Call& call, bool again = false);
+  /// Where a statement can prepare its transaction, the read-only transaction
+  /// answers when it began (see ended_transaction_refusal).
+  [[nodiscard]] bool finds_prepared_transactions() const { return audit_ && audit_->prepared_transactions; }
   Outcome run_read_only(Call& call);
   Outcome run_read_write(Call& call);
   /// What every call does after its pipeline: notices to the outcome, the
@@ -168,10 +189,10 @@ private:
   /// Execute) when the call is `named`, as the unnamed statement otherwise.
   bool send_wrapping(const Call& call, const char* name, const char* text);
   /// Reads what send_wrapping queued; false when any part failed.
-  bool drain_wrapping(const Call& call);
+  bool drain_wrapping(Call& call);
   /// The first result of the statement send_statement queued (for a named
   /// call, the Parse's failure when it failed).
-  Result next_statement_result(const Call& call);
+  Result next_statement_result(Call& call);
   /// Queues BEGIN READ ONLY and the query that sets the call's timeouts in it.
   bool send_transaction_start(const Call& call);
   /// Reads what send_transaction_start queued, keeping the server process and
@@ -186,7 +207,8 @@ private:
   bool send_statement(const Call& call, const std::string& text);
   /// Reads the timeouts' preamble, if it was sent; false when it failed.
   bool read_timeouts(Call& call);
-  Unavailable broken_connection_or_stop();
+  Unavailable broken_connection_or_stop(Call& call);
+
   /// Names the columns' types, asking the server for those not yet known
   /// (waiting no later than `deadline`); true when it asked.
   bool name_types(std::vector<Column>& columns, const std::vector<Oid>& oids, Clock::time_point deadline);
@@ -212,13 +234,8 @@ private:
   /// it back. The refusal that replaces the call's reply, in rawtool's words.
   Refusal ended_transaction_refusal(const Call& call);
 
-  /// The timeouts this connection's session holds, as set_config left them.
-  struct SessionTimeouts {
-    std::chrono::milliseconds statement;
-    std::chrono::milliseconds lock;
-    std::chrono::milliseconds idle_in_transaction;
-    bool operator==(const SessionTimeouts&) const = default;
-  };
+  // Every member is the driver's or its connection's: what lives for one
+  // call only is in its Call, which execute makes and drops.
 
   std::string conninfo_;
   PostgresOptions options_;
@@ -241,48 +258,49 @@ private:
   std::unique_ptr<detail::RecordedBackend> recorded_;
   Clock::time_point audited_at_{};
   /// The session's unnamed prepared statement is the guard, left there by the
-  /// last read-only call (see the file comment). Set only at the end of a
+  /// last read-only call (see postgres_pipeline.cpp). Set only at the end of a
   /// call whose pipeline left it so and that sent nothing after it; every
   /// other use of the connection (an audit, describe, inspect, a reconnect)
   /// may replace that statement and clears this first.
   bool guard_kept_ = false;
   std::unique_ptr<Session> session_;  ///< complete in postgres_connection.cpp
   PGconn* conn_ = nullptr;
-
-  std::mutex cancel_mutex_;  ///< guards canceller_ and running_ against cancel()
-  std::shared_ptr<PGcancel> canceller_;
-  bool running_ = false;
   bool direct_ = false;  ///< PQbackendPID is this session's server process (read at connect)
-  bool cancel_pending_ = false;  ///< cancel() came while nothing ran; guarded by cancel_mutex_
-  std::shared_ptr<detail::CancelRequests> cancels_ = std::make_shared<detail::CancelRequests>();
-  std::atomic<bool> cancel_requested_{false};
-
-  Clock::time_point deadline_{};
-  Stop stop_ = Stop::none;
-  bool cancel_sent_ = false;
-  /// The largest row or error message of the call, in bytes of its fields.
-  std::uint64_t largest_message_ = 0;
-  /// Rows the statement sent, kept or not (for Failure::rows_before_failure).
-  std::uint64_t rows_seen_ = 0;
-
-  /// The notices of the statement being run, as they arrive.
-  struct NoticeSink {
-    std::vector<Notice> kept;
-    std::uint64_t withheld = 0;
-    std::uint64_t budget = 0;  ///< bytes still free for kept notices
-    bool closed = false;       ///< a notice did not fit: every later one is withheld too
-  };
-  /// Where the statement's notices go; null outside the span of the stream in
-  /// which they arrive (see execute).
-  NoticeSink* notices_ = nullptr;
-
   std::unordered_map<Oid, Untrusted> type_names_;  ///< per connection
-  std::vector<Oid> column_types_;                  ///< of the statement being read
+
+  std::mutex cancel_mutex_;  ///< guards canceller_, running_ and cancel_pending_ against cancel()
+  /// The connection's cancel key: made at connect, dropped at disconnect.
+  std::shared_ptr<PGcancel> canceller_;
+  /// The call that runs its statement now, which cancel() marks; null
+  /// between calls and once a call's pipeline has ended (see finish).
+  Call* running_ = nullptr;
+  /// cancel() came while nothing ran: the next call is refused at once,
+  /// unless arm() forgets it first. Outlives calls by design.
+  bool cancel_pending_ = false;
+  /// The cancel requests sent on this connection's behalf. The connection's,
+  /// not a call's: a request targets the connection's server process and may
+  /// land after the call that sent it has returned, so a call settles every
+  /// one still in flight before the connection runs anything more (finish).
+  std::shared_ptr<detail::CancelRequests> cancels_ = std::make_shared<detail::CancelRequests>();
 };
 
-/// What one call sends and what it has learnt so far, passed between the
-/// steps of execute.
+/// One call of execute: what it sends, what it has learnt so far, and where
+/// it stands against its deadline and its caller's cancel. Made when the call
+/// starts and dropped when it returns, so nothing of one call reaches the
+/// next; the driver points at it (running_) only while its statement runs.
 struct PostgresDriver::Call {
+  Call(const Limits& call_limits, const BoundParameters& call_bound, std::string_view sql, SessionTimeouts wanted_timeouts)
+      : limits(call_limits),
+        bound(call_bound),
+        statement(sql),
+        started(Clock::now()),
+        wanted(wanted_timeouts),
+        deadline(started + call_limits.statement_timeout + client_grace) {
+    notices.budget = call_limits.max_notice_bytes;
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
   const Limits& limits;
   const BoundParameters& bound;
   std::string statement;
@@ -296,7 +314,10 @@ struct PostgresDriver::Call {
   bool set_timeouts = false;
   NoticeSink notices;   ///< the statement's
   NoticeSink wrapping;  ///< the cleanup's: any notice here means the statement ended the transaction
-  bool clean = true;    ///< every wrapping step answered as expected
+  /// Where the connection's notices go now: `notices`, then `wrapping`; null
+  /// outside the span of the stream in which the statement's arrive (see execute).
+  NoticeSink* collecting = nullptr;
+  bool clean = true;  ///< every wrapping step answered as expected
   /// The session may hold what no reset undoes (see run_read_write): the
   /// connection is closed after the call.
   bool give_up_connection = false;
@@ -319,12 +340,32 @@ struct PostgresDriver::Call {
   bool guard_tripped = false;
   /// The guard runs as the session's unnamed prepared statement and every
   /// other statement of the pipeline is sent under a name of its own, so that
-  /// it stays there for the next call (see the file comment): a guarded
+  /// it stays there for the next call (see postgres_pipeline.cpp): a guarded
   /// read-only call on a direct connection.
   bool named = false;
   /// On entry: the guard is already the unnamed statement, and is only bound
   /// and run. On return from run_read_only: the pipeline left it there.
   bool guard_kept = false;
+
+  /// When the pipeline stops waiting: the statement's time limit and a grace,
+  /// then, once it has cancelled, a further grace (see wait_for_input).
+  Clock::time_point deadline;
+  Stop stop = Stop::none;
+  bool cancel_sent = false;  ///< a cancel went out for this call (the deadline's or the caller's)
+  /// Set by cancel(), from any thread, while the driver points at this call.
+  std::atomic<bool> cancel_requested{false};
+  /// The largest row or error message of the call, in bytes of its fields.
+  std::uint64_t largest_message = 0;
+  /// Rows the statement sent, kept or not (for Failure::rows_before_failure).
+  std::uint64_t rows_seen = 0;
+  /// The type of each of the statement's columns, named once it has answered.
+  std::vector<Oid> column_types;
 };
+
+/// The database's failure, its fields copied; a failure whose fields pass
+/// limits.max_bytes keeps a prefix of each and their size and digest
+/// (Failure::withheld). `fields_bytes` is set to the size of its fields.
+Failure failure_of(const PGresult* result, const Limits& limits, std::uint64_t rows_before_failure,
+                   std::uint64_t& fields_bytes);
 
 }  // namespace rawtool::detail
