@@ -67,10 +67,7 @@ std::variant<StatementShape, Failure, Refusal, Unavailable> PostgresDriver::desc
   // Read-only or not, nothing here runs the statement, so the mode changes
   // nothing: the transaction is READ ONLY and rolled back either way.
   guard_kept_ = false;
-  if (sql.find('\0') != std::string_view::npos) {
-    return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
-  }
-  auto bound = bind_parameters(params);
+  auto bound = bind_parameters(sql, params);
   if (auto* refusal = std::get_if<Refusal>(&bound)) return std::move(*refusal);
   const std::vector<Oid>& types = std::get<BoundParameters>(bound).types;
   if (auto unavailable = connect()) return std::move(*unavailable);

@@ -15,7 +15,10 @@ constexpr Oid float8_oid = 701;
 
 }  // namespace
 
-std::variant<BoundParameters, Refusal> bind_parameters(std::span<const Parameter> params) {
+std::variant<BoundParameters, Refusal> bind_parameters(std::string_view sql, std::span<const Parameter> params) {
+  if (sql.find('\0') != std::string_view::npos) {
+    return Refusal(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
+  }
   BoundParameters bound;
   bound.texts.resize(params.size());
   bound.values.resize(params.size());

@@ -440,11 +440,7 @@ Unavailable PostgresDriver::broken_connection_or_stop(Call& call) {
 Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
                                 AccessMode mode) {
   if (auto refusal = statement_size_refusal(sql, limits)) return std::move(*refusal);
-  // libpq takes the statement as a C string: a NUL would silently cut it short.
-  if (sql.find('\0') != std::string_view::npos) {
-    return refuse(RefusalReason::not_permitted, "A PostgreSQL statement cannot contain a NUL byte.");
-  }
-  auto bound_or_refusal = bind_parameters(params);
+  auto bound_or_refusal = bind_parameters(sql, params);
   if (auto* refusal = std::get_if<Refusal>(&bound_or_refusal)) return std::move(*refusal);
 
   // The work before the statement (the audit) waits no longer than the

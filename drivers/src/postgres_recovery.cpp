@@ -43,6 +43,15 @@ Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
                            "The statement ended rawtool's read-only transaction itself (as COMMIT, ROLLBACK, END, ABORT "
                            "and PREPARE TRANSACTION do), which read-only mode does not allow, so its reply is not shown.");
   if (!finds_prepared_transactions() || conn_ == nullptr) return refusal;
+  // The answer when the lookup below cannot be made or fails; the connection
+  // is given up.
+  const auto unchecked = [&] {
+    refusal.explanation +=
+        " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
+        "for one in pg_prepared_xacts.";
+    disconnect();
+    return refusal;
+  };
   // A prepared transaction keeps the virtual transaction ID of the
   // transaction that prepared it (its lock on its own transaction ID shows it
   // in pg_locks), whose first part is the backend ID of the session. No other
@@ -58,11 +67,7 @@ Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
   // may end (its own, which the audit asks to be rawtool's alone). A
   // statement that prepared one was refused either way.
   if (call.pooled && (call.transaction_started.empty() || call.server_pid == 0)) {
-    refusal.explanation +=
-        " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
-        "for one in pg_prepared_xacts.";
-    disconnect();
-    return refusal;
+    return unchecked();
   }
   const std::string pid = std::to_string(call.server_pid);
   const char* values[] = {call.pooled ? call.transaction_started.c_str() : nullptr, pid.c_str()};
@@ -82,11 +87,7 @@ Refusal PostgresDriver::ended_transaction_refusal(const Call& call) {
               .values = values},
       deadline);
   if (PQresultStatus(found.get()) != PGRES_TUPLES_OK) {
-    refusal.explanation +=
-        " rawtool could not check whether it prepared the transaction for two-phase commit: an operator should look "
-        "for one in pg_prepared_xacts.";
-    disconnect();
-    return refusal;
+    return unchecked();
   }
   int rolled_back = 0;
   int left_behind = 0;

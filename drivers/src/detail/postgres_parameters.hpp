@@ -1,8 +1,9 @@
 #pragma once
 
-// A call's parameters as libpq takes them. Private to the PostgreSQL driver:
-// execute sends them, describe prepares with their types, so both bind them
-// here, the one place that says which Parameter becomes which type.
+// A call's statement and parameters as libpq takes them. Private to the
+// PostgreSQL driver: execute sends them, describe prepares with their types,
+// so both bind them here, the one place that says what libpq cannot take and
+// which Parameter becomes which type.
 
 #include <rawtool/driver.hpp>
 
@@ -10,6 +11,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -25,8 +27,9 @@ struct BoundParameters {
 };
 
 /// `params` bound: integers as int8, numbers as float8, booleans as bool, text
-/// and NULL untyped (the server infers them). A Refusal for a text parameter
-/// holding a NUL byte, which libpq's C strings would cut short.
-std::variant<BoundParameters, Refusal> bind_parameters(std::span<const Parameter> params);
+/// and NULL untyped (the server infers them). A Refusal for a statement `sql`
+/// or a text parameter holding a NUL byte: libpq takes C strings, so it would
+/// be cut short.
+std::variant<BoundParameters, Refusal> bind_parameters(std::string_view sql, std::span<const Parameter> params);
 
 }  // namespace rawtool::detail
