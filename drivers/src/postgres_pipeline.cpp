@@ -508,6 +508,7 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   }
   // The connection's notices go to this call (to call.collecting) until it
   // returns; cancel() reaches it until then, or until finish() lets go.
+  // `running` is declared after `call`, so both let go before the call ends.
   PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, &call);
   struct Running {
     PostgresDriver& driver;
