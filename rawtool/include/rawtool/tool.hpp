@@ -24,7 +24,6 @@
 namespace rawtool {
 
 namespace detail {
-struct ToolInternals;
 struct CallProgressWriter;
 }
 
@@ -252,9 +251,12 @@ public:
   /// The loaded catalog (for listing tools; its descriptions are untrusted and
   /// shown only through the renderer).
   [[nodiscard]] const Catalog& catalog() const noexcept;
+  /// The operator log the Tool writes to (see the configuration's log key
+  /// and ToolOptions::log). A server built over the Tool writes its own
+  /// events there too, as the MCP server does (component "mcp").
+  [[nodiscard]] const OperatorLog& log() const noexcept;
 
 private:
-  friend struct detail::ToolInternals;  // the MCP server writes its events to the same log
   struct Impl;
   explicit Tool(std::unique_ptr<Impl> impl);
   Reply describe_catalog_of(const std::vector<std::string>* reach) const;  // null: every database

@@ -12,7 +12,6 @@
 
 #include "lib/detail/crypto.hpp"
 #include "lib/detail/json_fields.hpp"
-#include "lib/detail/log.hpp"
 #include "lib/detail/pool.hpp"
 #include "lib/detail/schema_statements.hpp"
 
@@ -89,7 +88,7 @@ namespace {
 /// call itself goes on.
 class ProgressReports {
 public:
-  ProgressReports(const CallOptions& options, const CallProgress& progress, const detail::OperatorLog& log) {
+  ProgressReports(const CallOptions& options, const CallProgress& progress, const OperatorLog& log) {
     if (!options.on_progress) return;
     thread_ = std::thread([this, report = options.on_progress, interval = options.progress_interval, &progress, &log] {
       std::unique_lock lock(mutex_);
@@ -256,7 +255,7 @@ struct Tool::Impl {
 
   Config config;
   Catalog catalog;
-  std::shared_ptr<detail::OperatorLog> log;
+  std::shared_ptr<OperatorLog> log;
   std::vector<Database> databases;
 
   const Database* find_database(std::string_view label) const {
@@ -373,7 +372,6 @@ struct Tool::Impl {
 
 Tool::Tool(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-const detail::OperatorLog& detail::ToolInternals::log(const Tool& tool) noexcept { return *tool.impl_->log; }
 Tool::~Tool() = default;
 
 std::unique_ptr<Tool> Tool::open(Config config) { return open(std::move(config), ToolOptions{}); }
@@ -414,7 +412,7 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
     database.pool = std::make_unique<detail::ConnectionPool>(db.pool_size, [factory, db] { return factory(db); });
     impl->databases.push_back(std::move(database));
   }
-  impl->log = detail::OperatorLog::open(config.log, std::move(options.log));
+  impl->log = OperatorLog::open(config.log, std::move(options.log));
   impl->config = std::move(config);
   return std::unique_ptr<Tool>(new Tool(std::move(impl)));
 }
@@ -581,6 +579,7 @@ std::vector<CatalogQueryProblem> Tool::check_catalog_queries() {
 bool Tool::raw_path_enabled() const noexcept { return impl_->config.raw_path; }
 const Config& Tool::config() const noexcept { return impl_->config; }
 const Catalog& Tool::catalog() const noexcept { return impl_->catalog; }
+const OperatorLog& Tool::log() const noexcept { return *impl_->log; }
 
 Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   const Impl& m = *impl_;
