@@ -392,13 +392,6 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
       }
       if (db == nullptr) detail::fail(entry + ".database", "names no configured database");
     }
-    // One MCP tool per query stands beside rawtool's own tools: a name of theirs would hide one.
-    static constexpr std::string_view own_tools[] = {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog",
-                                                     "describe_schema"};
-    if (config.certified_tools == Config::CertifiedTools::per_query &&
-        std::find(std::begin(own_tools), std::end(own_tools), q.name) != std::end(own_tools)) {
-      detail::fail(entry + ".name", "is the name of one of rawtool's own MCP tools, which certified_tools \"per_query\" would hide");
-    }
     if (q.access == AccessMode::read_write && db->access == AccessMode::read_only) {
       detail::fail(entry + ".access", "is read_write, but database " + db->label + " is read_only");
     }

@@ -3,6 +3,8 @@
 #include "mcp/query_tools.hpp"
 #include "mcp/tools.hpp"
 
+#include <rawtool/mcp.hpp>
+
 #include <rawtool/render/status.hpp>
 
 #include <algorithm>
@@ -129,6 +131,7 @@ ServerDescription describe_server(const Tool& tool, const std::vector<std::strin
 namespace {
 
 ServerDescription describe_server_for(const Tool& tool, const std::vector<std::string>* databases) {
+  check_tool_names(tool);
   const ToolSettings settings = settings_of(tool, databases);
   ServerDescription description;
   description.version = RAWTOOL_VERSION;
@@ -150,3 +153,19 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
 }  // namespace
 
 }  // namespace rawtool::mcp::detail
+
+namespace rawtool::mcp {
+
+void check_tool_names(const Tool& tool) {
+  if (tool.config().certified_tools != Config::CertifiedTools::per_query) return;
+  const auto& queries = tool.catalog().queries;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const std::string& name = queries[i].name;
+    if (std::find(std::begin(detail::own_tool_names), std::end(detail::own_tool_names), name) == std::end(detail::own_tool_names))
+      continue;
+    throw ConfigError("catalog: queries[" + std::to_string(i) + "] (" + name + ").name",
+                      "is the name of one of rawtool's own MCP tools, which certified_tools \"per_query\" would hide");
+  }
+}
+
+}  // namespace rawtool::mcp
