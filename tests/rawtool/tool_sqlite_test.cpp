@@ -459,6 +459,45 @@ TEST_CASE("a certified call may choose the database of a query that pins none, a
   CHECK_FALSE(contains(unknown.text(), "nowhere"));
 }
 
+TEST_CASE("each catalog query is resolved once, at open, to its database and access mode, and describe_catalog shows "
+          "that resolution",
+          "[tool][sqlite][catalog]") {
+  SqliteSetup setup;
+  auto tool = setup.open();
+  struct Expected {
+    std::string name, database;
+    rawtool::AccessMode access;
+    bool pinned;
+  };
+  using rawtool::AccessMode;
+  const std::vector<Expected> expected = {{"find_item", "main", AccessMode::read_only, false},
+                                          {"first_items", "main", AccessMode::read_only, false},
+                                          {"guarded_insert", "writer", AccessMode::read_write, true},
+                                          {"broken", "main", AccessMode::read_only, false},
+                                          {"sneaky_write", "writer", AccessMode::read_only, true}};
+  const auto& resolved = tool->resolved_queries();
+  REQUIRE(resolved.size() == expected.size());
+  const nlohmann::json listed = tool->describe_catalog().structured()["queries"];
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO(expected[i].name);
+    CHECK(resolved[i].query == &tool->catalog().queries[i]);
+    CHECK(resolved[i].query->name == expected[i].name);
+    CHECK(resolved[i].database->label == expected[i].database);
+    CHECK(resolved[i].access == expected[i].access);
+    CHECK(resolved[i].pinned == expected[i].pinned);
+    CHECK(tool->find_query(expected[i].name) == &resolved[i]);
+    CHECK(listed[i]["database"] == expected[i].database);
+    CHECK(listed[i]["access"] == rawtool::access_mode_name(expected[i].access));
+  }
+  CHECK(tool->find_query("nope") == nullptr);
+  // A query that sets no access takes its database's; one that sets one never exceeds it.
+  const auto& main_db = tool->config().databases[0];
+  const auto& writer_db = tool->config().databases[1];
+  CHECK(resolved[1].access_on(writer_db) == AccessMode::read_write);
+  CHECK(resolved[2].access_on(main_db) == AccessMode::read_only);
+  CHECK(resolved[4].access_on(writer_db) == AccessMode::read_only);
+}
+
 TEST_CASE("a configuration without a catalog describes an empty one", "[tool][sqlite][catalog]") {
   rawtool::test::TempDir dir;
   dir.write("rawtool.json", R"({"databases": [{"path": ":memory:"}]})");

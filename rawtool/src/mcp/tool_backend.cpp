@@ -53,12 +53,8 @@ ToolSettings settings_of(const Tool& tool, const std::vector<std::string>* reach
   std::vector<std::string> labels;
   for (const auto& database : settings.databases) labels.push_back(database.label);
   settings.catalog_text = tool.describe_catalog(labels).text();
-  // A query's access never exceeds its database's.
-  for (const CatalogQuery& query : tool.catalog().queries) {
-    const DatabaseConfig* database = &database_of(config, query);
-    if (!reaches(reach, database->label)) continue;
-    if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
-      settings.certified_read_write = true;
+  for (const ResolvedQuery& query : tool.resolved_queries()) {
+    if (reaches(reach, query.database->label) && query.access == AccessMode::read_write) settings.certified_read_write = true;
   }
   settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
   if (settings.per_query) settings.query_tools = query_tools(tool, labels);
@@ -107,7 +103,7 @@ CallReply ToolBackend::too_large(const ToolCall& call, std::size_t bytes) {
   if (const auto* certified = std::get_if<CertifiedQueryCall>(&call)) {
     provenance.path = render::PathKind::certified;
     // A name the catalog does not hold is the caller's text: not repeated.
-    if (tool_.catalog().find(certified->name) != nullptr) {
+    if (tool_.find_query(certified->name) != nullptr) {
       provenance.certified_name = Label::checked(certified->name);
       if (!tool_.catalog().sha256.empty()) provenance.catalog_hash = Label::checked(tool_.catalog().sha256);
     }
@@ -142,8 +138,8 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
   description.database_labels = raw.raw_sql;
   description.write_database_labels = raw.raw_sql_write;
   for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
-  for (const CatalogQuery& query : tool.catalog().queries)
-    if (reaches(databases, database_of(tool.config(), query).label)) description.catalog_names.push_back(query.name);
+  for (const ResolvedQuery& query : tool.resolved_queries())
+    if (reaches(databases, query.database->label)) description.catalog_names.push_back(query.query->name);
   description.certified_query_tool = !settings.per_query;
   for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
   description.render = tool.config().render;
