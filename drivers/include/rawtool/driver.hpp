@@ -459,9 +459,8 @@ void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes);
 /// there is none.
 [[nodiscard]] std::uint64_t sqlite_heap_limit() noexcept;
 
-/// How libpq would take a database target, the one rule by which rawtool tells
-/// a PostgreSQL target from a SQLite path (make_driver, the configuration's
-/// url key, the command line's --db and RAWTOOL_DATABASE_URL all ask it).
+/// How libpq would take a database target: the one rule by which rawtool tells
+/// a PostgreSQL target from a SQLite path, here and in its configuration.
 enum class LibpqForm {
   none,      ///< not a connection string: a path, a sqlite: URL, empty, blank
   url,       ///< begins "postgresql://" or "postgres://", libpq's URI designators
