@@ -1,5 +1,9 @@
 #include <rawtool/driver.hpp>
 
+#include <libpq-fe.h>
+
+#include <string>
+
 namespace rawtool {
 
 std::variant<StatementShape, Failure, Refusal, Unavailable> Driver::describe(std::string_view, std::span<const Parameter>,
@@ -76,30 +80,27 @@ bool starts_with(std::string_view text, std::string_view prefix) noexcept {
   return text.substr(0, prefix.size()) == prefix;
 }
 
-/// A libpq key=value string: its first word is a known connection keyword
-/// followed by '='. A file path like "data=1.db" is not one unless it starts
-/// with such a keyword, which SQLite paths in practice never do.
-bool looks_like_libpq_keywords(std::string_view target) noexcept {
-  constexpr std::string_view keywords[] = {"host",     "hostaddr", "port",     "dbname",  "user",
-                                           "password", "service",  "sslmode",  "options", "passfile",
-                                           "connect_timeout", "application_name", "target_session_attrs"};
-  std::size_t start = target.find_first_not_of(" \t");
-  if (start == std::string_view::npos) return false;
-  const std::string_view rest = target.substr(start);
-  for (std::string_view keyword : keywords) {
-    if (!starts_with(rest, keyword)) continue;
-    const std::size_t after = rest.find_first_not_of(" \t", keyword.size());
-    if (after != std::string_view::npos && rest[after] == '=') return true;
-  }
-  return false;
-}
-
 }  // namespace
 
+LibpqForm libpq_form(std::string_view target) {
+  if (starts_with(target, "postgresql://") || starts_with(target, "postgres://")) return LibpqForm::url;
+  // libpq reads a C string: a NUL would hide the rest of the target from it.
+  if (target.find('\0') != std::string_view::npos) return LibpqForm::none;
+  const std::string text(target);
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(text.c_str(), &error);
+  PQfreemem(error);
+  if (options == nullptr) return LibpqForm::none;
+  // Only the keywords the string sets have a value: an empty or blank string
+  // parses, but names nothing, and is no connection string.
+  bool sets_one = false;
+  for (const PQconninfoOption* option = options; option->keyword != nullptr; ++option) sets_one = sets_one || option->val != nullptr;
+  PQconninfoFree(options);
+  return sets_one ? LibpqForm::keywords : LibpqForm::none;
+}
+
 std::unique_ptr<Driver> make_driver(std::string_view target, AccessMode mode) {
-  if (starts_with(target, "postgres://") || starts_with(target, "postgresql://") || looks_like_libpq_keywords(target)) {
-    return make_postgres_driver(std::string(target));
-  }
+  if (libpq_form(target) != LibpqForm::none) return make_postgres_driver(std::string(target));
   if (starts_with(target, "sqlite://")) return make_sqlite_driver(std::string(target.substr(9)), mode);
   if (starts_with(target, "sqlite:")) return make_sqlite_driver(std::string(target.substr(7)), mode);
   return make_sqlite_driver(std::string(target), mode);

@@ -158,6 +158,35 @@ TEST_CASE("a configuration error exits 2 and names the field, for every subcomma
   CHECK_THAT(missing.err, Catch::Contains("configuration error"));
 }
 
+TEST_CASE("with certified_tools per_query, a catalog query named as one of the MCP server's own tools is a configuration "
+          "error for every command, and none without it",
+          "[cli][certified]") {
+  ShopFixture shop;
+  for (const std::string name : {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog", "describe_schema"}) {
+    rawtool::test::write_file(shop.folder() / "own.json",
+                              R"({"queries": [{"name": "fine", "description": "d", "sql": "SELECT 1"}, {"name": ")" + name +
+                                  R"(", "description": "d", "sql": "SELECT 1"}]})");
+    for (const std::string mode : {"single", "per_query"}) {
+      rawtool::test::write_file(shop.folder() / "own_config.json",
+                                R"({"databases": [{"label": "shop", "path": "shop.db"}], "catalog": "own.json", "certified_tools": ")" +
+                                    mode + "\"}");
+      const std::string config = (shop.folder() / "own_config.json").string();
+      for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+               {"check-config", "--config", config}, {"mcp", "--config", config}, {"catalog", "--config", config}}) {
+        INFO(name << ' ' << mode << ' ' << args.front());
+        const auto result = run_rawtool(args, clean_env());
+        if (mode == "single") {
+          CHECK(result.exit_status == 0);
+        } else {
+          CHECK(result.exit_status == 2);
+          CHECK(result.out.empty());
+          CHECK_THAT(result.err, Catch::Contains("catalog: queries[1] (" + name + ").name: is the name of one of rawtool's own MCP tools"));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("without --config, --db or a database in the environment, query exits 2", "[cli]") {
   const auto result = run_rawtool({"query", "SELECT 1"}, clean_env());
   CHECK(result.exit_status == 2);

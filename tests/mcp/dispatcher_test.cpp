@@ -9,7 +9,7 @@
 #include "mcp/tools.hpp"
 #include "mcp/worker_pool.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -52,14 +52,14 @@ json cancel(const json& id) {
 // the sessions so that they outlive them.
 struct Shared {
   explicit Shared(std::size_t workers = 4, std::size_t max_waiting = 16) : pool(workers, max_waiting) {
-    log = rawtool::detail::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
+    log = rawtool::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
   }
   ~Shared() { backend.release(); }
   Shared(const Shared&) = delete;
   Shared& operator=(const Shared&) = delete;
 
   CapturedLines lines;
-  std::shared_ptr<rawtool::detail::OperatorLog> log;
+  std::shared_ptr<rawtool::OperatorLog> log;
   ScriptedBackend backend;
   WorkerPool pool;
 };

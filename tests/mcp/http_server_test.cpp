@@ -7,7 +7,7 @@
 #include "mcp/http_server.hpp"
 #include "mcp/tools.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 // Boost 1.74's Asio uses std::exchange without including <utility> under C++20.
 #include <utility>
@@ -112,7 +112,7 @@ bool refuses_connections(std::uint16_t port) {
 // Declared in this order so that the server goes first.
 struct Served {
   explicit Served(std::chrono::milliseconds grace = 5s) {
-    log = rawtool::detail::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
+    log = rawtool::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
     config.open = description_with({"main"});
     config.shutdown_grace = grace;
     server = std::make_unique<HttpServer>(backend, config, *log);
@@ -123,7 +123,7 @@ struct Served {
   Served& operator=(const Served&) = delete;
 
   CapturedLines lines;
-  std::shared_ptr<rawtool::detail::OperatorLog> log;
+  std::shared_ptr<rawtool::OperatorLog> log;
   ScriptedBackend backend;
   HttpServerConfig config;
   std::unique_ptr<HttpServer> server;

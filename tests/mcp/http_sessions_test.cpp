@@ -7,7 +7,7 @@
 #include "mcp/http_sessions.hpp"
 #include "mcp/worker_pool.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -39,7 +39,7 @@ json raw_sql(int id) {
 // moves. Declared in the order of their lifetimes: the registry last.
 struct Registry {
   Registry() {
-    log = rawtool::detail::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
+    log = rawtool::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
     config.open = description_with({"open_db"});
     config.clients = {{"alice", "a", description_with({"alice_db"})}, {"bob", "b", description_with({"bob_db"})}};
     alice = &config.clients[0];
@@ -57,7 +57,7 @@ struct Registry {
   }
 
   CapturedLines lines;
-  std::shared_ptr<rawtool::detail::OperatorLog> log;
+  std::shared_ptr<rawtool::OperatorLog> log;
   ScriptedBackend backend;
   WorkerPool pool{2, 8};
   HttpServerConfig config;

@@ -7,7 +7,7 @@
 #include "mcp/server.hpp"
 #include "mcp/tools.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -44,7 +44,7 @@ public:
   explicit Harness(ServerLimits limits = {}, rawtool::LogLevel level = rawtool::LogLevel::debug) {
     rawtool::LogConfig log_config;
     log_config.level = level;
-    log_ = rawtool::detail::OperatorLog::open(log_config, log.sink());
+    log_ = rawtool::OperatorLog::open(log_config, log.sink());
     std::array<int, 2> in{};
     std::array<int, 2> out{};
     REQUIRE(::pipe2(in.data(), O_CLOEXEC) == 0);
@@ -151,7 +151,7 @@ public:
   CapturedLines log;
 
 private:
-  std::shared_ptr<rawtool::detail::OperatorLog> log_;
+  std::shared_ptr<rawtool::OperatorLog> log_;
   ServerDescription description_;
   std::thread server_;
   int write_fd_ = -1;

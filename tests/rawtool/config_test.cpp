@@ -4,6 +4,9 @@
 #include "fixture.hpp"
 
 #include <rawtool/config.hpp>
+#include <rawtool/driver.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <vector>
 #include <string>
 
 using rawtool::ConfigError;
@@ -460,8 +464,56 @@ TEST_CASE("a target string chooses its engine by its form", "[config]") {
   CHECK(rawtool::database_for_target("sqlite:///tmp/a.db").target == "/tmp/a.db");
   CHECK(rawtool::database_for_target("a.db", "/x").target == "/x/a.db");
   CHECK(rawtool::database_for_target("a.db", "/x").kind == TargetKind::sqlite_path);
-  CHECK(rawtool::database_for_target("weird=name.db").kind == TargetKind::postgresql);
   CHECK_THROWS_AS(rawtool::database_for_target(""), ConfigError);
+}
+
+TEST_CASE("the configuration, --db and make_driver take every spelling of a target for the same engine, as libpq parses it",
+          "[config][target]") {
+  using rawtool::Engine;
+  struct Spelling {
+    std::string target;
+    Engine engine;
+  };
+  const std::vector<Spelling> spellings = {
+      {"postgresql://u@h:5432/db", Engine::postgresql},
+      {"postgres://h/db?sslmode=require", Engine::postgresql},
+      {"postgresql://", Engine::postgresql},
+      {"postgresql://[::1", Engine::postgresql},  // malformed: libpq says so when it connects
+      {"host=localhost dbname=x", Engine::postgresql},
+      {"  dbname = x", Engine::postgresql},
+      {"host=h\tdbname=d", Engine::postgresql},
+      {"dbname='my db' user=u", Engine::postgresql},
+      {"password='a b\\' c' host=h", Engine::postgresql},
+      {"sslrootcert=/etc/ca.pem host=db", Engine::postgresql},  // a keyword make_driver's own list lacked
+      {"keepalives=1 host=db", Engine::postgresql},
+      {"dbname=", Engine::postgresql},
+      {":memory:", Engine::sqlite},
+      {"sqlite:data.db", Engine::sqlite},
+      {"sqlite:///tmp/x.db", Engine::sqlite},
+      {"data.db", Engine::sqlite},
+      {"/var/db/host=1.db", Engine::sqlite},
+      {"weird=name.db", Engine::sqlite},  // no libpq keyword: the configuration took it for PostgreSQL
+      {"data=1.db", Engine::sqlite},
+      {"my data.db", Engine::sqlite},
+      {"my db=1.db", Engine::sqlite},
+      {"HOST=x", Engine::sqlite},  // libpq's keywords are lower case
+      {"host", Engine::sqlite},
+      {"   ", Engine::sqlite},
+  };
+  for (const Spelling& s : spellings) {
+    INFO(s.target);
+    const auto kind = rawtool::database_for_target(s.target, "/x").kind;
+    CHECK((kind == rawtool::TargetKind::postgresql ? Engine::postgresql : Engine::sqlite) == s.engine);
+    CHECK(rawtool::make_driver(s.target, rawtool::AccessMode::read_only)->engine() == s.engine);
+    // The url key takes a PostgreSQL target as one, and refuses a bare path: it must name its engine.
+    const nlohmann::json config = {{"databases", {{{"url", s.target}}}}};
+    if (s.engine == Engine::postgresql) {
+      CHECK(parse_config(config.dump(), "/x").databases.front().kind == rawtool::TargetKind::postgresql);
+    } else if (s.target.find(':') == std::string::npos) {
+      CHECK_THROWS_WITH(parse_config(config.dump(), "/x"), Catch::Contains("names no engine"));
+    }
+  }
+  CHECK(rawtool::make_driver("", rawtool::AccessMode::read_only)->engine() == Engine::sqlite);
 }
 
 TEST_CASE("load_config resolves relative paths against the file's folder", "[config]") {

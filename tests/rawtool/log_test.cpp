@@ -280,7 +280,7 @@ TEST_CASE("lines from many threads and several processes appending to one file s
 TEST_CASE("a record too large for one line is replaced by one that says so and keeps its reference", "[tool][log]") {
   // Only a record built without render::to_log_json can get here.
   nlohmann::json members = {{"reference", "ref-0123456789abcdef0123456789abcdef"}, {"text", std::string(100'000, 'x')}};
-  const std::string line = rawtool::detail::OperatorLog::format_line(std::chrono::system_clock::now(),
+  const std::string line = rawtool::detail::format_log_line(std::chrono::system_clock::now(),
                                                                      rawtool::LogLevel::error, "tool", "certified_failure",
                                                                      members);
   CHECK(line.size() < 1024);
@@ -291,7 +291,7 @@ TEST_CASE("a record too large for one line is replaced by one that says so and k
   CHECK(record["bytes"].get<std::size_t>() > 100'000);
   CHECK_FALSE(record.contains("text"));
   // Members may not overwrite the stable ones.
-  const auto plain = nlohmann::json::parse(rawtool::detail::OperatorLog::format_line(
+  const auto plain = nlohmann::json::parse(rawtool::detail::format_log_line(
       std::chrono::system_clock::time_point{}, rawtool::LogLevel::warn, "mcp", "ignored",
       {{"event", "forged"}, {"level", "error"}, {"detail", "d"}}));
   CHECK(plain["event"] == "ignored");

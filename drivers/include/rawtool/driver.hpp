@@ -459,9 +459,26 @@ void set_sqlite_heap_limit(std::optional<std::uint64_t> bytes);
 /// there is none.
 [[nodiscard]] std::uint64_t sqlite_heap_limit() noexcept;
 
-/// Chooses the engine from the target: "postgres://" or "postgresql://" URLs and
-/// libpq key=value strings go to PostgreSQL; "sqlite:" prefixes, ":memory:" and
-/// other paths go to SQLite.
+/// How libpq would take a database target: the one rule by which rawtool tells
+/// a PostgreSQL target from a SQLite path, here and in its configuration.
+enum class LibpqForm {
+  none,      ///< not a connection string: a path, a sqlite: URL, empty, blank
+  url,       ///< begins "postgresql://" or "postgres://", libpq's URI designators
+  keywords,  ///< key=value pairs that PQconninfoParse accepts, at least one of them
+};
+
+/// The form of `target`, without connecting and without reading the
+/// environment or a service file. A key=value string is whatever
+/// PQconninfoParse parses, so it follows libpq's own keywords and quoting
+/// ('single quotes', backslash escapes, spaces around '='): "sslrootcert=ca.pem
+/// host=db" is one, "data=1.db" (an unknown keyword) and "my file.db" (no '=')
+/// are not. A URL is not parsed here: a malformed one is still PostgreSQL's,
+/// and libpq names what is wrong with it when it connects.
+[[nodiscard]] LibpqForm libpq_form(std::string_view target);
+
+/// Chooses the engine from the target: libpq connection strings (libpq_form)
+/// go to PostgreSQL; "sqlite:" prefixes, ":memory:" and other paths go to
+/// SQLite.
 std::unique_ptr<Driver> make_driver(std::string_view target, AccessMode mode);
 
 }  // namespace rawtool

@@ -67,7 +67,7 @@ struct DatabaseConfig {
 ///     label               string, 1-64 of [A-Za-z0-9_.-], unique. Default
 ///                         "default" for the first database, required for the others.
 ///     url                 string: "postgresql://..." / "postgres://..." URL,
-///                         a libpq "key=value ..." string, or "sqlite:PATH".
+///                         a libpq "key=value ..." string (see libpq_form), or "sqlite:PATH".
 ///                         Any other scheme, or a bare path, is an error.
 ///     path                string: a SQLite file path (relative to the
 ///                         configuration file's folder) or ":memory:".
@@ -223,8 +223,8 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
 Config load_config(const std::filesystem::path& file);
 
 /// A database for `url_or_path`, as the command line's --db and
-/// RAWTOOL_DATABASE_URL take it: "postgresql://", "postgres://" and libpq
-/// key=value strings are PostgreSQL; "sqlite:PATH", ":memory:" and any other
+/// RAWTOOL_DATABASE_URL take it: libpq connection strings (libpq_form) are
+/// PostgreSQL; "sqlite:PATH", ":memory:" and any other
 /// string are SQLite paths (relative ones resolved against `base_dir`). Other
 /// members keep their defaults. Throws ConfigError (field "database") for an
 /// empty string, a "scheme://" URL of another engine, and an unreplaced

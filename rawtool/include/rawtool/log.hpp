@@ -4,9 +4,12 @@
 // agent must not (a certified failure's complaint under its reference, a raw
 // reply the renderer withheld, a connection's complaint), and how much.
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -62,5 +65,46 @@ using LogSink = std::function<void(std::string_view line)>;
 /// that would still be longer is replaced by one that says so (event
 /// "log_record_too_large", keeping its reference) rather than cut.
 inline constexpr std::size_t max_log_line_bytes = 65535;
+
+/// One operator log: a Tool's (Tool::log), which a server built over the
+/// Tool writes its own events to as well, as rawtool's MCP server does. Every
+/// line is one JSON object with the stable members first ("ts", "level",
+/// "component", "event", "pid"), then the event's own.
+///
+/// Thread-safe: write() may be called from many threads at once, and each
+/// line reaches its destination whole, in one call: write(2) on a file opened
+/// with O_APPEND (so processes appending to one file do not interleave
+/// lines), one syslog(3) call, or write(2) on stderr under a process-wide lock.
+class OperatorLog {
+public:
+  /// Opens what `config` names (stderr when it names nothing), or hands every
+  /// line to `sink` instead when one is given (config.level still applies).
+  /// Throws ConfigError naming "log.path" when the file cannot be opened for
+  /// appending or a file destination has no path, and naming
+  /// "log.destination" for syslog when nothing listens at /dev/log.
+  static std::shared_ptr<OperatorLog> open(const LogConfig& config, LogSink sink = {});
+
+  ~OperatorLog();
+  OperatorLog(const OperatorLog&) = delete;
+  OperatorLog& operator=(const OperatorLog&) = delete;
+
+  /// True when a line at `level` is written.
+  [[nodiscard]] bool enabled(LogLevel level) const noexcept { return level <= level_; }
+
+  /// Writes one line, unless `level` is below the configured one. `members`
+  /// is a JSON object of the event's own members (or null for none); any of
+  /// the stable members' names in it are ignored. Untrusted text in it must
+  /// have come through render::to_log_json. Never throws: a line that cannot
+  /// be written is reported on stderr in rawtool's words, without its members.
+  void write(LogLevel level, std::string_view component, std::string_view event,
+             const nlohmann::json& members) const noexcept;
+
+private:
+  struct Destination;
+  OperatorLog(LogLevel level, std::unique_ptr<Destination> destination);
+
+  LogLevel level_;
+  std::unique_ptr<Destination> destination_;
+};
 
 }  // namespace rawtool

@@ -27,8 +27,10 @@ struct ServerOptions {
 /// Blocks the calling thread.
 ///
 /// Protocol versions 2025-11-25 (answered by default), 2025-06-18, 2025-03-26
-/// and 2024-11-05; capabilities: tools only. Tools: raw_sql (only when the raw
-/// path is enabled), certified_query, describe_catalog.
+/// and 2024-11-05; capabilities: tools only. Tools: raw_sql, and raw_sql_write
+/// when the databases' access modes differ (only when the raw path is
+/// enabled); certified_query, or one tool per catalog query with
+/// certified_tools "per_query"; describe_catalog; describe_schema.
 ///
 /// Threads: the calling thread reads requests and answers at once what needs
 /// no tool (initialize, ping, tools/list, errors, notifications/cancelled);
@@ -46,7 +48,18 @@ struct ServerOptions {
 ///
 /// A write to a closed `out_fd` must not kill the process, so serve ignores
 /// SIGPIPE process-wide when its disposition is still the default.
+///
+/// Throws ConfigError before it reads anything when check_tool_names does.
 int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options = {});
+
+/// Throws ConfigError (field "catalog: queries[i] (name).name") when, with
+/// certified_tools "per_query", a catalog query is named as one of the MCP
+/// server's own tools (raw_sql, raw_sql_write, certified_query,
+/// describe_catalog, describe_schema), which its own tool would hide. The
+/// names are the MCP server's, so the check is too: serve() and HttpServer
+/// make it before they serve, and the command line when it opens a
+/// configuration.
+void check_tool_names(const Tool& tool);
 
 /// The MCP Streamable HTTP transport for `tool` at http://`listen`/mcp
 /// (`listen` is HOST:PORT, HOST an IP address, [IPv6] or localhost; port 0
@@ -68,8 +81,8 @@ public:
   /// one or the configuration cannot be served safely on it: no tokens on an
   /// address that is not loopback without http.allow_unauthenticated, or a
   /// token limited to some databases while the catalog has queries on others
-  /// (certified queries are not yet scoped per token). `tool` outlives the
-  /// server.
+  /// (certified queries are not yet scoped per token), or when
+  /// check_tool_names refuses it. `tool` outlives the server.
   HttpServer(Tool& tool, std::string_view listen);
   /// stop(), then wait().
   ~HttpServer();

@@ -24,7 +24,6 @@
 namespace rawtool {
 
 namespace detail {
-struct ToolInternals;
 struct CallProgressWriter;
 }
 
@@ -170,6 +169,27 @@ struct CatalogQueryProblem {
   Untrusted engine_words;
 };
 
+/// A catalog query as Tool::open resolved it against the configuration: the
+/// one place that decides where a query runs and in which access mode. The
+/// certified path, describe_catalog, check_catalog_queries and the MCP
+/// server's tools all read it. Its pointers live as long as the Tool.
+struct ResolvedQuery {
+  const CatalogQuery* query = nullptr;
+  /// The database the query names, else the first configured one: where it
+  /// runs when the call names none.
+  const DatabaseConfig* database = nullptr;
+  /// True when the query names its database: a call may not run it on
+  /// another. A query that names none runs where a call's
+  /// CallOptions::database says, in access_on() that database.
+  bool pinned = false;
+  /// access_on(*database).
+  AccessMode access = AccessMode::read_only;
+
+  /// The query's access mode on `db`: its own within the database's (never
+  /// read_write on a read_only database), the database's when it sets none.
+  [[nodiscard]] AccessMode access_on(const DatabaseConfig& db) const noexcept;
+};
+
 /// rawtool's library API: the raw path and the certified path over a pool of
 /// connections per configured database. Safe for concurrent calls from many
 /// threads; the Tool must outlive every call made on it.
@@ -252,9 +272,16 @@ public:
   /// The loaded catalog (for listing tools; its descriptions are untrusted and
   /// shown only through the renderer).
   [[nodiscard]] const Catalog& catalog() const noexcept;
+  /// Every catalog query, in catalog order, resolved at open.
+  [[nodiscard]] const std::vector<ResolvedQuery>& resolved_queries() const noexcept;
+  /// The resolved query called `name`, or nullptr.
+  [[nodiscard]] const ResolvedQuery* find_query(std::string_view name) const noexcept;
+  /// The operator log the Tool writes to (see the configuration's log key
+  /// and ToolOptions::log). A server built over the Tool writes its own
+  /// events there too, as the MCP server does (component "mcp").
+  [[nodiscard]] const OperatorLog& log() const noexcept;
 
 private:
-  friend struct detail::ToolInternals;  // the MCP server writes its events to the same log
   struct Impl;
   explicit Tool(std::unique_ptr<Impl> impl);
   Reply describe_catalog_of(const std::vector<std::string>* reach) const;  // null: every database

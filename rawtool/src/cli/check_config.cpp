@@ -6,6 +6,7 @@
 #include "cli/output.hpp"
 
 #include <rawtool/config.hpp>
+#include <rawtool/mcp.hpp>
 #include <rawtool/render/escape.hpp>
 #include <rawtool/shared_roles.hpp>
 #include <rawtool/tool.hpp>
@@ -174,6 +175,7 @@ int run_check_config(Arguments argv) {
     throw UsageError("check-config takes no arguments");
   }
   auto tool = Tool::open(load_config(*file));
+  mcp::check_tool_names(*tool);
   const Config& config = tool->config();
   // Labels are validated identifiers; targets are not printed (URLs may hold passwords).
   std::string summary = "rawtool: configuration OK: ";

@@ -1,5 +1,7 @@
 #include "cli/open_tool.hpp"
 
+#include <rawtool/mcp.hpp>
+
 #include <cerrno>
 #include <cstdlib>
 #include <string>
@@ -139,7 +141,11 @@ CommandConfig config_from(const Args& args, LogDefault log_default) {
 std::unique_ptr<Tool> open_configured(CommandConfig command) {
   const LogSource source = command.log_source;
   try {
-    return Tool::open(std::move(command.config));
+    auto tool = Tool::open(std::move(command.config));
+    // One program over the library and its MCP server: every command refuses
+    // a configuration `rawtool mcp` would refuse.
+    mcp::check_tool_names(*tool);
+    return tool;
   } catch (const ConfigError& e) {
     const bool about_log = e.field() == "log.path" || e.field() == "log.destination";
     if (!about_log || source == LogSource::configuration) throw;

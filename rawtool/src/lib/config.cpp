@@ -84,7 +84,7 @@ std::string percent_encoded(std::string_view value) {
 // by a literal ${. Inside a postgresql:// URL the value is percent-encoded, so
 // a password holding '@', '/' or '%' reaches libpq as it is.
 std::string substitute_environment(std::string_view text, const std::string& field) {
-  const bool in_url = starts_with(text, "postgresql://") || starts_with(text, "postgres://");
+  const bool in_url = libpq_form(text) == LibpqForm::url;
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
     if (text.compare(i, 3, "$${") == 0) {
@@ -129,17 +129,6 @@ constexpr std::string_view engines_spoken =
 std::string scheme_named(std::string_view scheme) {
   const bool plain = std::all_of(scheme.begin(), scheme.end(), [](char c) { return ascii_letter(c) || ascii_digit(c); });
   return plain ? "the scheme " + std::string(scheme) : std::string("a scheme");
-}
-
-// A libpq "key=value ..." string starts with a keyword and '='.
-bool looks_like_conninfo(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  std::size_t start = i;
-  while (i < s.size() && ((s[i] >= 'a' && s[i] <= 'z') || s[i] == '_')) ++i;
-  if (i == start) return false;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  return i < s.size() && s[i] == '=';
 }
 
 std::string resolve_path(std::string_view path, const std::filesystem::path& base_dir) {
@@ -279,7 +268,7 @@ DatabaseConfig parse_database(const json& value, std::size_t index, const std::f
       if (*scheme != "postgresql" && *scheme != "postgres" && *scheme != "sqlite") {
         fail(key, "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks. " + std::string(engines_spoken));
       }
-    } else if (!looks_like_conninfo(s)) {
+    } else if (libpq_form(s) == LibpqForm::none) {
       fail(key, "names no engine: a SQLite file is named with sqlite:PATH or the path key. " + std::string(engines_spoken));
     }
     try {
@@ -519,8 +508,7 @@ DatabaseConfig database_for_target(std::string_view url_or_path, const std::file
     fail("database", "uses " + scheme_named(*scheme) + ", which is not one rawtool speaks. " + std::string(engines_spoken));
   }
   DatabaseConfig db;
-  if (starts_with(url_or_path, "postgresql://") || starts_with(url_or_path, "postgres://") ||
-      looks_like_conninfo(url_or_path)) {
+  if (libpq_form(url_or_path) != LibpqForm::none) {
     db.kind = TargetKind::postgresql;
     db.target = std::string(url_or_path);
     return db;

@@ -45,8 +45,6 @@ std::string_view log_destination_name(LogDestination destination) noexcept {
   return "stderr";
 }
 
-namespace detail {
-
 namespace {
 
 constexpr std::array<std::string_view, 5> stable_members = {"ts", "level", "component", "event", "pid"};
@@ -169,7 +167,7 @@ struct OperatorLog::Destination {
   }
 };
 
-std::string rfc3339_utc(std::chrono::system_clock::time_point when) {
+std::string detail::rfc3339_utc(std::chrono::system_clock::time_point when) {
   const auto since_epoch = when.time_since_epoch();
   const auto seconds = std::chrono::floor<std::chrono::seconds>(since_epoch);
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(since_epoch - seconds).count();
@@ -215,9 +213,8 @@ OperatorLog::OperatorLog(LogLevel level, std::unique_ptr<Destination> destinatio
 
 OperatorLog::~OperatorLog() = default;
 
-std::string OperatorLog::format_line(std::chrono::system_clock::time_point when, LogLevel level,
-                                     std::string_view component, std::string_view event,
-                                     const nlohmann::json& members) {
+std::string detail::format_log_line(std::chrono::system_clock::time_point when, LogLevel level,
+                                    std::string_view component, std::string_view event, const nlohmann::json& members) {
   const std::string ts = rfc3339_utc(when);
   const std::string pid = std::to_string(static_cast<long long>(::getpid()));
   // The stable members first, in a fixed order, then the event's own.
@@ -264,7 +261,7 @@ void OperatorLog::write(LogLevel level, std::string_view component, std::string_
                         const nlohmann::json& members) const noexcept {
   if (!enabled(level)) return;
   try {
-    std::string line = format_line(std::chrono::system_clock::now(), level, component, event, members);
+    std::string line = detail::format_log_line(std::chrono::system_clock::now(), level, component, event, members);
     const std::string problem = destination_->deliver(level, line);
     if (!problem.empty()) report_lost_line(event, members, problem);
   } catch (const std::bad_alloc&) {
@@ -276,5 +273,4 @@ void OperatorLog::write(LogLevel level, std::string_view component, std::string_
   }
 }
 
-}  // namespace detail
 }  // namespace rawtool

@@ -12,7 +12,6 @@
 
 #include "lib/detail/crypto.hpp"
 #include "lib/detail/json_fields.hpp"
-#include "lib/detail/log.hpp"
 #include "lib/detail/pool.hpp"
 #include "lib/detail/schema_statements.hpp"
 
@@ -89,7 +88,7 @@ namespace {
 /// call itself goes on.
 class ProgressReports {
 public:
-  ProgressReports(const CallOptions& options, const CallProgress& progress, const detail::OperatorLog& log) {
+  ProgressReports(const CallOptions& options, const CallProgress& progress, const OperatorLog& log) {
     if (!options.on_progress) return;
     thread_ = std::thread([this, report = options.on_progress, interval = options.progress_interval, &progress, &log] {
       std::unique_lock lock(mutex_);
@@ -256,8 +255,45 @@ struct Tool::Impl {
 
   Config config;
   Catalog catalog;
-  std::shared_ptr<detail::OperatorLog> log;
-  std::vector<Database> databases;
+  std::vector<ResolvedQuery> queries;  ///< catalog.queries resolved against config.databases
+  std::shared_ptr<OperatorLog> log;
+  std::vector<Database> databases;  ///< databases[i] serves config.databases[i]
+
+  // Where each catalog query runs and in which mode, decided once. Throws
+  // ConfigError for a query on no configured database, or read_write on a
+  // read_only one.
+  void resolve_catalog() {
+    for (std::size_t i = 0; i < catalog.queries.size(); ++i) {
+      const CatalogQuery& q = catalog.queries[i];
+      const std::string entry = "catalog: queries[" + std::to_string(i) + "] (" + q.name + ")";
+      ResolvedQuery resolved;
+      resolved.query = &q;
+      resolved.pinned = !q.database.empty();
+      resolved.database = &config.databases.front();
+      if (resolved.pinned) {
+        const auto named = std::find_if(config.databases.begin(), config.databases.end(),
+                                        [&](const DatabaseConfig& candidate) { return candidate.label == q.database; });
+        if (named == config.databases.end()) detail::fail(entry + ".database", "names no configured database");
+        resolved.database = &*named;
+      }
+      if (q.access == AccessMode::read_write && resolved.database->access == AccessMode::read_only) {
+        detail::fail(entry + ".access", "is read_write, but database " + resolved.database->label + " is read_only");
+      }
+      resolved.access = resolved.access_on(*resolved.database);
+      queries.push_back(resolved);
+    }
+  }
+
+  const ResolvedQuery* find_query(std::string_view name) const noexcept {
+    for (const ResolvedQuery& q : queries) {
+      if (q.query->name == name) return &q;
+    }
+    return nullptr;
+  }
+
+  const Database& database_of(const ResolvedQuery& query) const {
+    return databases[static_cast<std::size_t>(query.database - config.databases.data())];
+  }
 
   const Database* find_database(std::string_view label) const {
     if (label.empty()) return &databases.front();
@@ -373,7 +409,6 @@ struct Tool::Impl {
 
 Tool::Tool(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-const detail::OperatorLog& detail::ToolInternals::log(const Tool& tool) noexcept { return *tool.impl_->log; }
 Tool::~Tool() = default;
 
 std::unique_ptr<Tool> Tool::open(Config config) { return open(std::move(config), ToolOptions{}); }
@@ -382,40 +417,18 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
   validate_config(config);
   auto impl = std::make_unique<Impl>();
   if (config.catalog) impl->catalog = load_catalog(*config.catalog);
-
-  for (std::size_t i = 0; i < impl->catalog.queries.size(); ++i) {
-    const CatalogQuery& q = impl->catalog.queries[i];
-    std::string entry = "catalog: queries[" + std::to_string(i) + "] (" + q.name + ")";
-    const DatabaseConfig* db = &config.databases.front();
-    if (!q.database.empty()) {
-      db = nullptr;
-      for (const DatabaseConfig& candidate : config.databases) {
-        if (candidate.label == q.database) db = &candidate;
-      }
-      if (db == nullptr) detail::fail(entry + ".database", "names no configured database");
-    }
-    // One MCP tool per query stands beside rawtool's own tools: a name of theirs would hide one.
-    static constexpr std::string_view own_tools[] = {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog",
-                                                     "describe_schema"};
-    if (config.certified_tools == Config::CertifiedTools::per_query &&
-        std::find(std::begin(own_tools), std::end(own_tools), q.name) != std::end(own_tools)) {
-      detail::fail(entry + ".name", "is the name of one of rawtool's own MCP tools, which certified_tools \"per_query\" would hide");
-    }
-    if (q.access == AccessMode::read_write && db->access == AccessMode::read_only) {
-      detail::fail(entry + ".access", "is read_write, but database " + db->label + " is read_only");
-    }
-  }
+  impl->config = std::move(config);
+  impl->resolve_catalog();
 
   DriverFactory factory = options.driver_factory ? std::move(options.driver_factory) : DriverFactory(default_driver);
-  for (const DatabaseConfig& db : config.databases) {
+  for (const DatabaseConfig& db : impl->config.databases) {
     Database database;
     database.config = db;
     database.engine = engine_of(db);
     database.pool = std::make_unique<detail::ConnectionPool>(db.pool_size, [factory, db] { return factory(db); });
     impl->databases.push_back(std::move(database));
   }
-  impl->log = detail::OperatorLog::open(config.log, std::move(options.log));
-  impl->config = std::move(config);
+  impl->log = OperatorLog::open(impl->config.log, std::move(options.log));
   return std::unique_ptr<Tool>(new Tool(std::move(impl)));
 }
 
@@ -494,16 +507,15 @@ char character_at(std::string_view sql, std::int64_t position) {
 
 std::vector<CatalogQueryProblem> Tool::check_catalog_queries() {
   std::vector<CatalogQueryProblem> problems;
-  for (const CatalogQuery& query : impl_->catalog.queries) {
+  for (const ResolvedQuery& resolved : impl_->queries) {
+    const CatalogQuery& query = *resolved.query;
     const Label name = Label::checked(query.name);
     const auto report = [&](Trusted field, Trusted problem) -> CatalogQueryProblem& {
       problems.push_back(CatalogQueryProblem{name, std::move(field), std::move(problem), std::nullopt, {}});
       return problems.back();
     };
-    const Database* db = impl_->find_database(query.database);
-    if (db == nullptr) continue;  // Tool::open refuses such a catalog
-    AccessMode mode = query.access.value_or(db->config.access);
-    if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
+    const Database* db = &impl_->database_of(resolved);
+    const AccessMode mode = resolved.access;
     std::vector<Parameter> kinds;
     for (const ParameterSpec& spec : query.parameters) kinds.push_back(parameter_of_kind(spec.type));
 
@@ -581,6 +593,14 @@ std::vector<CatalogQueryProblem> Tool::check_catalog_queries() {
 bool Tool::raw_path_enabled() const noexcept { return impl_->config.raw_path; }
 const Config& Tool::config() const noexcept { return impl_->config; }
 const Catalog& Tool::catalog() const noexcept { return impl_->catalog; }
+const OperatorLog& Tool::log() const noexcept { return *impl_->log; }
+const std::vector<ResolvedQuery>& Tool::resolved_queries() const noexcept { return impl_->queries; }
+const ResolvedQuery* Tool::find_query(std::string_view name) const noexcept { return impl_->find_query(name); }
+
+AccessMode ResolvedQuery::access_on(const DatabaseConfig& db) const noexcept {
+  if (db.access == AccessMode::read_only) return AccessMode::read_only;
+  return query->access.value_or(db.access);
+}
 
 Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   const Impl& m = *impl_;
@@ -648,19 +668,18 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   provenance.engine = m.databases.front().engine;
   provenance.database_label = Label::checked(m.databases.front().config.label);
 
-  const CatalogQuery* query = m.catalog.find(name);
-  if (query == nullptr) {
+  const ResolvedQuery* resolved = m.find_query(name);
+  if (resolved == nullptr) {
     // The name is the caller's and matched nothing: it reaches the log only.
     return m.certified_status(Status::not_found, provenance, render::to_log_json(Untrusted(name)), {}, nullptr);
   }
+  const CatalogQuery* query = resolved->query;
   provenance.certified_name = Label::checked(query->name);
 
-  const Database* db = nullptr;
-  if (!query->database.empty()) {
-    db = m.find_database(query->database);
-    if (!options.database.empty() && options.database != query->database) db = nullptr;
-  } else {
-    db = m.find_database(options.database);
+  // A call may choose the database of a query that names none, and no other.
+  const Database* db = &m.database_of(*resolved);
+  if (!options.database.empty() && options.database != resolved->database->label) {
+    db = resolved->pinned ? nullptr : m.find_database(options.database);
   }
   if (db == nullptr) {
     ArgumentError error;
@@ -685,11 +704,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
   }
   const auto& values = std::get<std::vector<Parameter>>(bound);
 
-  // A query's own access mode never exceeds its database's.
-  AccessMode mode = query->access.value_or(db->config.access);
-  if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
-
-  Execution run = m.execute_reporting(*db, query->sql, values, mode, options);
+  Execution run = m.execute_reporting(*db, query->sql, values, resolved->access_on(db->config), options);
   provenance.elapsed = run.elapsed;
 
   if (auto* rows = std::get_if<Rows>(&run.outcome)) {
@@ -725,9 +740,9 @@ Reply Tool::describe_catalog_of(const std::vector<std::string>* reach) const {
   nlohmann::json queries = nlohmann::json::array();
 
   // A client that reaches only some databases is shown only their queries.
-  std::vector<const CatalogQuery*> shown;
-  for (const CatalogQuery& q : m.catalog.queries) {
-    const std::string& label = m.find_database(q.database)->config.label;
+  std::vector<const ResolvedQuery*> shown;
+  for (const ResolvedQuery& q : m.queries) {
+    const std::string& label = q.database->label;
     if (reach == nullptr || std::find(reach->begin(), reach->end(), label) != reach->end()) shown.push_back(&q);
   }
   const std::size_t count = shown.size();
@@ -735,11 +750,10 @@ Reply Tool::describe_catalog_of(const std::vector<std::string>* reach) const {
                              count == 1 ? Literal("query") : Literal("queries"),
                              m.catalog.sha256.empty() ? Label("none") : Label::checked(m.catalog.sha256),
                              omitted ? Literal("omitted") : Literal("quoted as untrusted text")));
-  for (const CatalogQuery* shown_query : shown) {
-    const CatalogQuery& q = *shown_query;
-    const Database* db = m.find_database(q.database);
-    AccessMode mode = q.access.value_or(db->config.access);
-    if (db->config.access == AccessMode::read_only) mode = AccessMode::read_only;
+  for (const ResolvedQuery* shown_query : shown) {
+    const CatalogQuery& q = *shown_query->query;
+    const Database* db = &m.database_of(*shown_query);
+    const AccessMode mode = shown_query->access;
     const Label name = Label::checked(q.name);
     reply.line(Trusted::format("query {}: database {}, {}, {}, placeholders {}", name, Label::checked(db->config.label),
                                Label::checked(engine_name(db->engine)), Label::checked(access_mode_name(mode)),

@@ -2,7 +2,7 @@
 
 #include "mcp/tools.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <rawtool/render/json.hpp>
 
@@ -20,13 +20,13 @@ namespace rawtool::mcp::detail {
 
 using nlohmann::json;
 
-void log_event(const rawtool::detail::OperatorLog& log, LogLevel level, std::string_view event,
+void log_event(const rawtool::OperatorLog& log, LogLevel level, std::string_view event,
                std::string_view detail) {
   if (!log.enabled(level)) return;
   log.write(level, "mcp", event, json{{"detail", detail}});
 }
 
-void log_internal_error(const rawtool::detail::OperatorLog& log, std::string_view detail) noexcept {
+void log_internal_error(const rawtool::OperatorLog& log, std::string_view detail) noexcept {
   try {
     log_event(log, LogLevel::error, "internal_error", detail);
   } catch (...) {  // NOLINT(bugprone-empty-catch): nowhere left to say it
@@ -52,7 +52,7 @@ struct Dispatcher::Call final : Task {
 };
 
 Dispatcher::Dispatcher(Backend& backend, WorkerPool& pool, ServerDescription description, std::size_t max_reply_bytes,
-                       const rawtool::detail::OperatorLog& log)
+                       const rawtool::OperatorLog& log)
     : backend_(backend),
       pool_(pool),
       description_(std::move(description)),
@@ -193,7 +193,7 @@ void Dispatcher::run(Call& call) noexcept {
     log_internal_error(log_, "a tool call's messages could not be sent; answered with an internal error");
     response.clear();
   }
-  const rawtool::detail::OperatorLog& log = log_;  // outlives every session
+  const rawtool::OperatorLog& log = log_;  // outlives every session
   const bool cancelled = end(call);
   // From here on, `this` may be gone (close() returned): only `call`, which
   // the pool holds, and the log are used.

@@ -26,21 +26,17 @@
 #include <unordered_map>
 #include <utility>
 
-namespace rawtool::detail {
-class OperatorLog;
-}
-
 namespace rawtool::mcp::detail {
 
 /// Writes one of the server's own events (serving, stopped, ignored,
 /// output_closed, internal_error) to the operator log, component "mcp".
 /// `detail` is rawtool's own words, never the client's or the database's.
-void log_event(const rawtool::detail::OperatorLog& log, LogLevel level, std::string_view event,
+void log_event(const rawtool::OperatorLog& log, LogLevel level, std::string_view event,
                std::string_view detail);
 
 /// log_event(..., LogLevel::error, "internal_error", detail), for a catch at
 /// a thread's top: never throws (a log that cannot be written is let go).
-void log_internal_error(const rawtool::detail::OperatorLog& log, std::string_view detail) noexcept;
+void log_internal_error(const rawtool::OperatorLog& log, std::string_view detail) noexcept;
 
 /// Where the messages about one client message go: the response to a
 /// request, and the notifications sent about it while it runs (progress). A
@@ -87,7 +83,7 @@ public:
   /// databases raw_sql may name. A tool reply whose response message would be
   /// longer than `max_reply_bytes` is replaced by Backend::too_large.
   Dispatcher(Backend& backend, WorkerPool& pool, ServerDescription description, std::size_t max_reply_bytes,
-             const rawtool::detail::OperatorLog& log);
+             const rawtool::OperatorLog& log);
   /// close() with no grace.
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
@@ -121,7 +117,7 @@ private:
   WorkerPool& pool_;
   const ServerDescription description_;
   const std::size_t max_reply_bytes_;
-  const rawtool::detail::OperatorLog& log_;
+  const rawtool::OperatorLog& log_;
 
   std::mutex session_mutex_;
   Session session_;  // guarded by session_mutex_

@@ -5,7 +5,7 @@
 #include "mcp/http_sessions.hpp"
 #include "mcp/worker_pool.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <rawtool/crypto.hpp>
 #include <rawtool/render/json.hpp>
@@ -48,7 +48,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
-using rawtool::detail::OperatorLog;
+using rawtool::OperatorLog;
 using Response = http::response<http::string_body>;
 
 constexpr std::size_t max_header_bytes = 16 * 1024;

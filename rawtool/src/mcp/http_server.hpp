@@ -22,16 +22,14 @@
 #include "mcp/http_access.hpp"
 #include "mcp/protocol.hpp"
 
+#include <rawtool/log.hpp>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-namespace rawtool::detail {
-class OperatorLog;
-}
 
 namespace rawtool::mcp::detail {
 
@@ -95,7 +93,7 @@ struct HttpServerConfig {
 class HttpServer {
 public:
   /// `backend`, `config` and `log` outlive the server.
-  HttpServer(Backend& backend, const HttpServerConfig& config, const rawtool::detail::OperatorLog& log);
+  HttpServer(Backend& backend, const HttpServerConfig& config, const rawtool::OperatorLog& log);
   /// stop(), then wait().
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

@@ -12,7 +12,7 @@ HttpSession::~HttpSession() {
 }
 
 SessionRegistry::SessionRegistry(Backend& backend, WorkerPool& pool, const HttpServerConfig& config,
-                                 const rawtool::detail::OperatorLog& log, std::function<Clock::time_point()> now)
+                                 const rawtool::OperatorLog& log, std::function<Clock::time_point()> now)
     : backend_(backend), pool_(pool), config_(config), log_(log), now_(std::move(now)) {}
 
 std::unique_ptr<Dispatcher> SessionRegistry::make_dispatcher(const HttpClient* client) const {

@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace rawtool::detail {
+namespace rawtool {
 class OperatorLog;
 }
 
@@ -69,7 +69,7 @@ public:
   /// session's dispatcher shows its token's description (config.open without
   /// tokens). `now` is the clock idleness is measured by.
   SessionRegistry(Backend& backend, WorkerPool& pool, const HttpServerConfig& config,
-                  const rawtool::detail::OperatorLog& log, std::function<Clock::time_point()> now = Clock::now);
+                  const rawtool::OperatorLog& log, std::function<Clock::time_point()> now = Clock::now);
   SessionRegistry(const SessionRegistry&) = delete;
   SessionRegistry& operator=(const SessionRegistry&) = delete;
 
@@ -111,7 +111,7 @@ private:
   Backend& backend_;
   WorkerPool& pool_;
   const HttpServerConfig& config_;
-  const rawtool::detail::OperatorLog& log_;
+  const rawtool::OperatorLog& log_;
   std::function<Clock::time_point()> now_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by mutex_

@@ -61,21 +61,16 @@ json parameter_schema(const ParameterSpec& spec) {
 
 }  // namespace
 
-const DatabaseConfig& database_of(const Config& config, const CatalogQuery& query) {
-  for (const DatabaseConfig& candidate : config.databases)
-    if (!query.database.empty() && candidate.label == query.database) return candidate;
-  return config.databases.front();
-}
-
 std::vector<ToolSettings::QueryTool> query_tools(const Tool& tool, const std::vector<std::string>& databases) {
   const Config& config = tool.config();
   std::vector<ToolSettings::QueryTool> tools;
-  for (const CatalogQuery& query : tool.catalog().queries) {
-    const DatabaseConfig* database = &database_of(config, query);
+  for (const ResolvedQuery& resolved : tool.resolved_queries()) {
+    const CatalogQuery& query = *resolved.query;
+    const DatabaseConfig* database = resolved.database;
     if (std::find(databases.begin(), databases.end(), database->label) == databases.end()) continue;
     ToolSettings::QueryTool out;
     out.name = query.name;
-    out.read_write = database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write;
+    out.read_write = resolved.access == AccessMode::read_write;
     out.description = fmt::format(
         "Runs the pinned query {} from the operator's catalog on the database \"{}\" ({}), with the arguments bound "
         "as its parameters (never spliced into SQL). Rows come back with provenance naming the certified query. On "

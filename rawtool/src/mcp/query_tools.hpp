@@ -12,9 +12,6 @@
 
 namespace rawtool::mcp::detail {
 
-/// The database a catalog query runs on: the one it names, else the first.
-const DatabaseConfig& database_of(const Config& config, const CatalogQuery& query);
-
 /// A tool for each query of `tool`'s catalog on one of `databases` (labels),
 /// in catalog order: named as the
 /// query; described in rawtool's words with the query's and its parameters'

@@ -5,7 +5,7 @@
 #include "mcp/server.hpp"
 #include "mcp/tool_backend.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 namespace rawtool::mcp {
 
@@ -17,7 +17,7 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
 
   detail::ToolBackend backend(tool);
   return detail::run_server(backend, detail::describe_server(tool), in_fd, out_fd, limits,
-                            rawtool::detail::ToolInternals::log(tool));
+                            tool.log());
 }
 
 }  // namespace rawtool::mcp

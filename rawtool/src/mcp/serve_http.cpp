@@ -7,7 +7,7 @@
 #include "mcp/http_server.hpp"
 #include "mcp/tool_backend.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <string>
 
@@ -50,7 +50,7 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen)
 
 void warn_of_shared_roles(Tool& tool) {
   const auto& config = tool.config();
-  const auto& log = rawtool::detail::ToolInternals::log(tool);
+  const auto& log = tool.log();
   if (scopes_may_share_roles(config) && log.enabled(LogLevel::warn)) {
     // Tenants apart in rawtool but together on the server: connecting to
     // every database now is the one way to learn each one's role and server.
@@ -81,7 +81,7 @@ struct HttpServer::Impl {
   Impl(Tool& tool, std::string_view listen)
       : config(http_server_config(tool, listen)),
         backend(tool),
-        server(backend, config, rawtool::detail::ToolInternals::log(tool)) {
+        server(backend, config, tool.log()) {
     warn_of_shared_roles(tool);
   }
   detail::HttpServerConfig config;

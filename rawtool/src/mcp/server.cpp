@@ -4,7 +4,7 @@
 #include "mcp/line_reader.hpp"
 #include "mcp/worker_pool.hpp"
 
-#include "lib/detail/log.hpp"
+#include <rawtool/log.hpp>
 
 #include <rawtool/render/json.hpp>
 
@@ -24,7 +24,7 @@ namespace rawtool::mcp::detail {
 namespace {
 
 using nlohmann::json;
-using rawtool::detail::OperatorLog;
+using rawtool::OperatorLog;
 
 // Writes all of `bytes`; false when the descriptor can no longer be written.
 bool write_all(int fd, std::string_view bytes) {

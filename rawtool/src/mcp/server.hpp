@@ -8,12 +8,10 @@
 #include "mcp/backend.hpp"
 #include "mcp/protocol.hpp"
 
+#include <rawtool/log.hpp>
+
 #include <chrono>
 #include <cstddef>
-
-namespace rawtool::detail {
-class OperatorLog;
-}
 
 namespace rawtool::mcp::detail {
 
@@ -39,6 +37,6 @@ struct ServerLimits {
 /// threads of its own. The server's own events (serving, stopped, ignored,
 /// output_closed, internal_error) go to `log` with component "mcp".
 int run_server(Backend& backend, const ServerDescription& description, int in_fd, int out_fd,
-               const ServerLimits& limits, const rawtool::detail::OperatorLog& log);
+               const ServerLimits& limits, const rawtool::OperatorLog& log);
 
 }  // namespace rawtool::mcp::detail

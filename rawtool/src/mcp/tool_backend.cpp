@@ -3,6 +3,8 @@
 #include "mcp/query_tools.hpp"
 #include "mcp/tools.hpp"
 
+#include <rawtool/mcp.hpp>
+
 #include <rawtool/render/status.hpp>
 
 #include <algorithm>
@@ -51,12 +53,8 @@ ToolSettings settings_of(const Tool& tool, const std::vector<std::string>* reach
   std::vector<std::string> labels;
   for (const auto& database : settings.databases) labels.push_back(database.label);
   settings.catalog_text = tool.describe_catalog(labels).text();
-  // A query's access never exceeds its database's.
-  for (const CatalogQuery& query : tool.catalog().queries) {
-    const DatabaseConfig* database = &database_of(config, query);
-    if (!reaches(reach, database->label)) continue;
-    if (database->access == AccessMode::read_write && query.access.value_or(AccessMode::read_write) == AccessMode::read_write)
-      settings.certified_read_write = true;
+  for (const ResolvedQuery& query : tool.resolved_queries()) {
+    if (reaches(reach, query.database->label) && query.access == AccessMode::read_write) settings.certified_read_write = true;
   }
   settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
   if (settings.per_query) settings.query_tools = query_tools(tool, labels);
@@ -105,7 +103,7 @@ CallReply ToolBackend::too_large(const ToolCall& call, std::size_t bytes) {
   if (const auto* certified = std::get_if<CertifiedQueryCall>(&call)) {
     provenance.path = render::PathKind::certified;
     // A name the catalog does not hold is the caller's text: not repeated.
-    if (tool_.catalog().find(certified->name) != nullptr) {
+    if (tool_.find_query(certified->name) != nullptr) {
       provenance.certified_name = Label::checked(certified->name);
       if (!tool_.catalog().sha256.empty()) provenance.catalog_hash = Label::checked(tool_.catalog().sha256);
     }
@@ -129,6 +127,7 @@ ServerDescription describe_server(const Tool& tool, const std::vector<std::strin
 namespace {
 
 ServerDescription describe_server_for(const Tool& tool, const std::vector<std::string>* databases) {
+  check_tool_names(tool);
   const ToolSettings settings = settings_of(tool, databases);
   ServerDescription description;
   description.version = RAWTOOL_VERSION;
@@ -139,8 +138,8 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
   description.database_labels = raw.raw_sql;
   description.write_database_labels = raw.raw_sql_write;
   for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
-  for (const CatalogQuery& query : tool.catalog().queries)
-    if (reaches(databases, database_of(tool.config(), query).label)) description.catalog_names.push_back(query.name);
+  for (const ResolvedQuery& query : tool.resolved_queries())
+    if (reaches(databases, query.database->label)) description.catalog_names.push_back(query.query->name);
   description.certified_query_tool = !settings.per_query;
   for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
   description.render = tool.config().render;
@@ -150,3 +149,19 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
 }  // namespace
 
 }  // namespace rawtool::mcp::detail
+
+namespace rawtool::mcp {
+
+void check_tool_names(const Tool& tool) {
+  if (tool.config().certified_tools != Config::CertifiedTools::per_query) return;
+  const auto& queries = tool.catalog().queries;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const std::string& name = queries[i].name;
+    if (std::find(std::begin(detail::own_tool_names), std::end(detail::own_tool_names), name) == std::end(detail::own_tool_names))
+      continue;
+    throw ConfigError("catalog: queries[" + std::to_string(i) + "] (" + name + ").name",
+                      "is the name of one of rawtool's own MCP tools, which certified_tools \"per_query\" would hide");
+  }
+}
+
+}  // namespace rawtool::mcp

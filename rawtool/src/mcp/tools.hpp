@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rawtool::mcp::detail {
@@ -55,6 +56,11 @@ struct RawTools {
   bool raw_sql_read_write = false;         ///< raw_sql reaches read-write databases (all of them)
 };
 RawTools raw_tools(const ToolSettings& settings);
+
+/// The names of the server's own tools, every one describe_tools can list
+/// besides the per-query tools.
+inline constexpr std::string_view own_tool_names[] = {"raw_sql", "raw_sql_write", "certified_query", "describe_catalog",
+                                                      "describe_schema"};
 
 /// The tools/list "tools" array: raw_sql and raw_sql_write (only when the raw
 /// path exists; see RawTools), certified_query, describe_catalog,
