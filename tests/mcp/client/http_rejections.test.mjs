@@ -8,7 +8,15 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer, startWatchedCall, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import {
+  argument,
+  sha256Hex,
+  startHttpServer,
+  startWatchedCall,
+  unansweredCalls,
+  waitForUnanswered,
+  waitUntilCallHeld,
+} from "./http_server.mjs";
 
 const binary = argument("--binary");
 const aliceToken = "alice-token-7d1e5c";
@@ -427,16 +435,7 @@ async function callThenStop(serverConfig, id, sql) {
     { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } },
     sessionHeaders(session),
   );
-  const deadline = Date.now() + 20000;
-  for (let probe = 1000; ; ++probe) {
-    const answer = await (await request(
-      { jsonrpc: "2.0", id: probe, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } },
-      sessionHeaders(session),
-    )).json();
-    if (answer.error?.code === -32000 && /tool calls running/.test(answer.error.message)) break;
-    assert.ok(Date.now() < deadline, "the call was not held within 20 s");
-    await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline above bounds the wait
-  }
+  await waitUntilCallHeld(request, sessionHeaders(session));
   const stoppedAt = Date.now();
   const stopped = own.stop();
   const response = await call;

@@ -135,3 +135,21 @@ export async function startWatchedCall(url, headers, message) {
   }
   return { response, messages: readUntil(() => false).then(() => received) };
 }
+
+/// Resolves once a tool call the server was sent is held: with
+/// max_calls_per_token 1, a probe call of the same token (`post(body,
+/// headers)`, SELECT 1) is refused for the call slot the first one takes.
+/// For calls answered as plain JSON, which carry no progress event; at most
+/// 20 s.
+export async function waitUntilCallHeld(post, headers = {}) {
+  const deadline = Date.now() + 20000;
+  for (let probe = 1000; ; ++probe) {
+    const answer = await (await post(
+      { jsonrpc: "2.0", id: probe, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } },
+      headers,
+    )).json();
+    if (answer.error?.code === -32000 && /tool calls running/.test(answer.error.message)) return;
+    if (Date.now() > deadline) throw new Error(`the call was not held within 20 s; the probe was answered ${JSON.stringify(answer)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline bounds the wait
+  }
+}
