@@ -46,7 +46,7 @@ const initialize = {
 let server;
 before(async () => {
   server = await startHttpServer(binary, config);
-  assert.ok(server.url, "the server did not start");
+  assert.ok(server.url, `the server did not start (exit ${server.exitCode}): ${server.stderr}`);
 });
 after(async () => {
   if (server?.url) assert.equal(await server.stop(), 0, "SIGTERM must end the server with status 0");
