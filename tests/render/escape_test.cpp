@@ -235,19 +235,31 @@ std::string hex_dump(const std::string& bytes) {
   return s;
 }
 
+// One comparison with the reference. The input's bytes are written out only
+// when the two differ: the walks below compare tens of thousands of inputs,
+// and a hex dump made for each one that passes cost as much as the check.
+void require_as_reference(const std::string& got, const std::string& want, const std::string& input, bool ascii_only,
+                          std::string_view how, std::string_view prefix = {}) {
+  if (got != want) {
+    UNSCOPED_INFO("input bytes: " << hex_dump(input));
+    UNSCOPED_INFO(how << " (prefix \"" << prefix << "\"), ascii_only: " << ascii_only);
+  }
+  REQUIRE(got == want);
+}
+
 // Every way the grammar is applied, each compared with the reference: both
 // contexts, and quoted lines under prefixes from empty to longer than most.
 void check_against_reference(const std::string& input) {
   using rawtool::test::reference_escape;
   using rawtool::test::reference_quote;
-  INFO("input bytes: " << hex_dump(input));
   for (bool ascii_only : {false, true}) {
-    INFO("ascii_only: " << ascii_only);
-    REQUIRE(escaped(input, EscapeContext::line, ascii_only) == reference_escape(input, EscapeContext::line, ascii_only));
-    REQUIRE(escaped(input, EscapeContext::cell, ascii_only) == reference_escape(input, EscapeContext::cell, ascii_only));
+    require_as_reference(escaped(input, EscapeContext::line, ascii_only),
+                         reference_escape(input, EscapeContext::line, ascii_only), input, ascii_only, "line");
+    require_as_reference(escaped(input, EscapeContext::cell, ascii_only),
+                         reference_escape(input, EscapeContext::cell, ascii_only), input, ascii_only, "cell");
     for (std::string_view prefix : {"> "sv, ""sv, "fifteen bytes: "sv, "sixteen bytes:  "sv, "a prefix longer than thirty-two bytes: "sv}) {
-      INFO("prefix: " << prefix);
-      REQUIRE(quoted_with(input, prefix, ascii_only) == reference_quote(input, prefix, ascii_only));
+      require_as_reference(quoted_with(input, prefix, ascii_only), reference_quote(input, prefix, ascii_only), input,
+                           ascii_only, "quoted lines", prefix);
     }
   }
 }

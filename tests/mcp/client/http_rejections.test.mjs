@@ -8,7 +8,15 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import {
+  argument,
+  sha256Hex,
+  startHttpServer,
+  startWatchedCall,
+  unansweredCalls,
+  waitForUnanswered,
+  waitUntilCallHeld,
+} from "./http_server.mjs";
 
 const binary = argument("--binary");
 const aliceToken = "alice-token-7d1e5c";
@@ -38,7 +46,7 @@ const initialize = {
 let server;
 before(async () => {
   server = await startHttpServer(binary, config);
-  assert.ok(server.url, "the server did not start");
+  assert.ok(server.url, `the server did not start (exit ${server.exitCode}): ${server.stderr}`);
 });
 after(async () => {
   if (server?.url) assert.equal(await server.stop(), 0, "SIGTERM must end the server with status 0");
@@ -313,27 +321,26 @@ describe("the default listen address", () => {
   });
 });
 
-// A SQLite statement that runs for about 0.7 s on this machine when idle,
-// inside the 5 s statement timeout and the 5 s grace of a stop.
+// A SQLite statement that runs for about 0.7 s on an idle machine, well
+// inside the 5 s statement timeout and the 5 s grace of a stop; the tests
+// wait for the server to say a call runs, never for a guessed time.
 const slowSql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1500000) SELECT count(*) AS c FROM n";
 
 describe("calls in flight", () => {
-  test("notifications/cancelled stops a call: its POST gets 202 and no response", async () => {
+  test("notifications/cancelled stops a running call: it gets no response, and is logged answered with nothing", async () => {
+    const before = unansweredCalls(server);
     const session = await openSession(aliceToken);
-    const headers = sessionHeaders(session);
-    const call = post(
-      { jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "raw_sql", arguments: { sql: slowSql.replace("1500000", "300000000") } } },
-      { token: aliceToken, headers },
-    );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const headers = { authorization: `Bearer ${aliceToken}`, ...sessionHeaders(session) };
+    const { messages } = await startWatchedCall(server.url, headers,
+      { jsonrpc: "2.0", id: 41, method: "tools/call", params: { name: "raw_sql", arguments: { sql: slowSql.replace("1500000", "300000000") } } });
     const cancel = await post(
       { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 41, reason: "test" } },
-      { token: aliceToken, headers },
+      { token: aliceToken, headers: sessionHeaders(session) },
     );
     assert.equal(cancel.status, 202);
-    const response = await call;
-    assert.equal(response.status, 202);
-    assert.equal(await response.text(), "");
+    const sent = await messages;
+    assert.deepEqual(sent.filter((message) => message.id === 41), [], "a cancelled call gets no response");
+    assert.ok((await waitForUnanswered(server, before)) > before, "the cancelled call is logged answered with nothing");
   });
 
   test("a client that closes its connection during a call cancels the statement", async () => {
@@ -343,16 +350,25 @@ describe("calls in flight", () => {
       jsonrpc: "2.0",
       id: 43,
       method: "tools/call",
-      params: { name: "raw_sql", arguments: { sql: slowSql.replace("1500000", "300000000") } },
+      params: { name: "raw_sql", arguments: { sql: slowSql.replace("1500000", "300000000") }, _meta: { progressToken: "watch" } },
     });
     const { hostname, port } = new URL(server.url);
     const socket = connect(Number(port), hostname);
     await new Promise((resolve) => socket.on("connect", resolve));
     socket.write(
       `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${aliceToken}\r\nContent-Type: application/json\r\n` +
+        "Accept: application/json, text/event-stream\r\n" +
         `Mcp-Session-Id: ${session}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Hangs up once the server says the call runs (its first progress event).
+    let received = "";
+    await new Promise((resolve, reject) => {
+      socket.on("data", (chunk) => {
+        received += chunk;
+        if (received.includes("notifications/progress")) resolve();
+      });
+      socket.on("close", () => reject(new Error(`closed before the call ran: ${received}`)));
+    });
     socket.destroy();
     // Left alone the statement would run until its 5 s timeout and be
     // answered 200; cancelled, its request is logged answered with nothing.
@@ -360,19 +376,25 @@ describe("calls in flight", () => {
   });
 
   test("SIGTERM lets a call in flight finish and answer, then exits 0", async () => {
-    const { response, exitCode } = await callThenStop(config, 5, slowSql, 150);
+    const own = await startHttpServer(binary, config);
+    assert.ok(own.url);
+    const session = await ownSession(own.url);
+    const { response, messages } = await startWatchedCall(own.url, { authorization: `Bearer ${aliceToken}`, ...sessionHeaders(session) },
+      { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "raw_sql", arguments: { sql: slowSql } } });
+    const stopped = own.stop();
     assert.equal(response.status, 200);
-    const body = await response.json();
-    assert.equal(body.result.isError, false);
+    const body = (await messages).find((message) => message.id === 5);
+    assert.equal(body?.result?.isError, false, JSON.stringify(body));
     assert.deepEqual(body.result.structuredContent.rows, [["1500000"]]);
-    assert.equal(exitCode, 0);
+    assert.equal(await stopped, 0);
   });
 
   test("SIGTERM cancels a call still running after the 5 s grace and answers it 503 with a JSON-RPC error", async () => {
     const patient = structuredClone(config);
     patient.databases[0].limits = { statement_timeout_ms: 60000 };
+    patient.http.max_calls_per_token = 1;  // a second call refused: the first is held
     const endless = slowSql.replace("1500000", "3000000000");
-    const { response, exitCode, stoppedAt } = await callThenStop(patient, "long", endless, 200);
+    const { response, exitCode, stoppedAt } = await callThenStop(patient, "long", endless);
     assert.equal(response.status, 503);
     const body = await response.json();
     assert.equal(body.id, "long");
@@ -382,11 +404,24 @@ describe("calls in flight", () => {
   });
 });
 
-// Starts a server of its own with `serverConfig`, opens a session with
-// alice's token, starts a raw_sql call of `sql` with request id `id`, and
-// sends SIGTERM `delayMs` later; resolves with the call's response, the exit
-// status and when the stop was sent.
-async function callThenStop(serverConfig, id, sql, delayMs) {
+// Opens a session on the server at `url` with alice's token; its id.
+async function ownSession(url) {
+  const opened = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}` },
+    body: JSON.stringify(initialize),
+  });
+  await opened.json();
+  return opened.headers.get("mcp-session-id");
+}
+
+// Starts a server of its own with `serverConfig` (max_calls_per_token 1),
+// opens a session with alice's token, starts a raw_sql call of `sql` with
+// request id `id` answered as plain JSON, and sends SIGTERM once the server
+// holds it: a probe call of the same token is refused for the call slot the
+// first one takes. Resolves with the call's response, the exit status and
+// when the stop was sent.
+async function callThenStop(serverConfig, id, sql) {
   const own = await startHttpServer(binary, serverConfig);
   assert.ok(own.url);
   const request = (body, headers = {}) =>
@@ -395,14 +430,12 @@ async function callThenStop(serverConfig, id, sql, delayMs) {
       headers: { "content-type": "application/json", authorization: `Bearer ${aliceToken}`, ...headers },
       body: JSON.stringify(body),
     });
-  const opened = await request(initialize);
-  const session = opened.headers.get("mcp-session-id");
-  await opened.json();
+  const session = await ownSession(own.url);
   const call = request(
     { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } },
     sessionHeaders(session),
   );
-  await new Promise((resolve) => setTimeout(resolve, delayMs));
+  await waitUntilCallHeld(request, sessionHeaders(session));
   const stoppedAt = Date.now();
   const stopped = own.stop();
   const response = await call;
@@ -431,6 +464,16 @@ describe("limits per token", () => {
     await response.text();
     return { status: response.status, id: response.headers.get("mcp-session-id") };
   };
+  // Opens a session once the token has room for one (sessions that idle past
+  // session_idle_seconds end); 503s until then, for at most 20 s.
+  const openOnceRoom = async (token) => {
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const opened = await open(token);
+      if (opened.status !== 503 || Date.now() > deadline) return opened;
+      await new Promise((resolve) => setTimeout(resolve, 50));  // pacing; the deadline bounds the wait
+    }
+  };
 
   test("a token gets max_sessions_per_token sessions; idle ones end after session_idle_seconds", async () => {
     const first = await open(aliceToken);
@@ -439,30 +482,37 @@ describe("limits per token", () => {
     assert.equal(second.status, 200);
     assert.equal((await open(aliceToken)).status, 503);
     assert.equal((await open(bobToken)).status, 200, "another token's sessions are counted apart");
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    assert.equal((await open(aliceToken)).status, 200, "idle sessions make room");
+    const full = Date.now();
+    const third = await openOnceRoom(aliceToken);
+    assert.equal(third.status, 200, "idle sessions make room");
+    assert.ok(Date.now() - full >= 1000, "a session idle for less than session_idle_seconds made room");
     const ping = await request(aliceToken, { jsonrpc: "2.0", id: 2, method: "ping" }, sessionHeaders(first.id));
     assert.equal(ping.status, 404, "an expired session is unknown");
+    // Ended here, so that the next test finds the token's places free.
+    const ended = await fetch(own.url, { method: "DELETE", headers: { authorization: `Bearer ${aliceToken}`, ...sessionHeaders(third.id) } });
+    assert.equal(ended.status, 204);
   });
 
   test("a token gets max_calls_per_token calls at once; another token is not held back", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 2500));  // the previous test's sessions expire
     const a1 = await open(aliceToken);
     const a2 = await open(aliceToken);
     const b = await open(bobToken);
-    const call = (token, session, id, sql) =>
-      request(token, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } }, sessionHeaders(session));
-    const running = call(aliceToken, a1.id, 1, slowSql);
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    const toolCall = (id, sql) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } });
+    const call = (token, session, id, sql) => request(token, toolCall(id, sql), sessionHeaders(session));
+    // The first call runs until it is cancelled: the checks below meet it
+    // running whatever the machine's speed.
+    const running = await startWatchedCall(own.url, { authorization: `Bearer ${aliceToken}`, ...sessionHeaders(a1.id) },
+      toolCall(1, slowSql.replace("1500000", "3000000000")));
     const refused = await (await call(aliceToken, a2.id, 2, "SELECT 1")).json();
     assert.equal(refused.id, 2);
     assert.equal(refused.error?.code, -32000);
     const other = await (await call(bobToken, b.id, 3, "SELECT 1")).json();
     assert.equal(other.result?.isError, false);
-    const first = await (await running).json();
-    assert.equal(first.result?.isError, false);
+    const cancel = await request(aliceToken, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1 } }, sessionHeaders(a1.id));
+    assert.equal(cancel.status, 202);
+    assert.deepEqual((await running.messages).filter((message) => message.id === 1), [], "the cancelled call is not answered");
     const after = await (await call(aliceToken, a2.id, 4, "SELECT 1")).json();
-    assert.equal(after.result?.isError, false, "the token's call slot is free again once its call is answered");
+    assert.equal(after.result?.isError, false, "the token's call slot is free again once its call has ended");
   });
 });
 

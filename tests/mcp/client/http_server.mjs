@@ -93,3 +93,63 @@ export async function waitForUnanswered(server, before, ms = 3000) {
   while (unansweredCalls(server) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   return unansweredCalls(server);
 }
+
+/// Posts `message` (a tools/call) to `url` with `headers`, asking for progress
+/// so that its answer comes as an event stream. Resolves once the server says
+/// the call runs (the progress notification it sends when a worker takes the
+/// call) with { response, messages }: `messages` resolves with every JSON-RPC
+/// message of the stream once the stream ends. A test waits on this event,
+/// not on a guess of how long the server takes to start the call.
+export async function startWatchedCall(url, headers, message) {
+  const watched = structuredClone(message);
+  watched.params._meta = { progressToken: `watch-${watched.id}` };
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(watched),
+  });
+  if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    throw new Error(`the call was answered ${response.status} without an event stream: ${await response.text()}`);
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  const received = [];
+  let buffered = "";
+  // Reads until the stream has carried `until` or ended; true if it was seen.
+  const readUntil = async (until) => {
+    for (;;) {
+      if (received.some(until)) return true;
+      const { value, done } = await reader.read();
+      if (done) return false;
+      buffered += value;
+      let end;
+      while ((end = buffered.indexOf("\n\n")) >= 0) {
+        const event = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        const data = event.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
+        if (data !== "") received.push(JSON.parse(data));
+      }
+    }
+  };
+  if (!(await readUntil((m) => m.method === "notifications/progress"))) {
+    throw new Error(`the stream ended before the call was said to run: ${JSON.stringify(received)}`);
+  }
+  return { response, messages: readUntil(() => false).then(() => received) };
+}
+
+/// Resolves once a tool call the server was sent is held: with
+/// max_calls_per_token 1, a probe call of the same token (`post(body,
+/// headers)`, SELECT 1) is refused for the call slot the first one takes.
+/// For calls answered as plain JSON, which carry no progress event; at most
+/// 20 s.
+export async function waitUntilCallHeld(post, headers = {}) {
+  const deadline = Date.now() + 20000;
+  for (let probe = 1000; ; ++probe) {
+    const answer = await (await post(
+      { jsonrpc: "2.0", id: probe, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } },
+      headers,
+    )).json();
+    if (answer.error?.code === -32000 && /tool calls running/.test(answer.error.message)) return;
+    if (Date.now() > deadline) throw new Error(`the call was not held within 20 s; the probe was answered ${JSON.stringify(answer)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline bounds the wait
+  }
+}

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered, waitUntilCallHeld } from "./http_server.mjs";
 
 const binary = argument("--binary");
 // Built with sanitizers (RAWTOOL_SANITIZE): their runtime needs file
@@ -158,7 +158,9 @@ describe("Accept", () => {
 
 describe("DELETE during a call", () => {
   test("DELETE is answered at once while the session's call is cancelled", async () => {
-    const server = await startHttpServer(binary, baseConfig);
+    const held = structuredClone(baseConfig);
+    held.http.max_calls_per_token = 1;  // a probe call refused: the first is held
+    const server = await startHttpServer(binary, held);
     try {
       const post = poster(server.url);
       const opened = await post(initialize);
@@ -167,7 +169,7 @@ describe("DELETE during a call", () => {
       const headers = { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" };
       const started = Date.now();
       const call = post(toolCall("long", endlessSql), headers);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await waitUntilCallHeld(post, headers);
       const deleted = await fetch(server.url, { method: "DELETE", headers: { authorization: `Bearer ${token}`, ...headers } });
       assert.equal(deleted.status, 204);
       const answer = await call;
@@ -229,9 +231,17 @@ describe("stateless mode (http.sessions false)", () => {
   test("closing the connection cancels the call", async () => {
     const before = unansweredCalls(server);
     const { socket, closed } = await rawConnection(server.url);
-    const body = JSON.stringify(toolCall(9, endlessSql));
-    socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    const watched = toolCall(9, endlessSql);
+    watched.params._meta = { progressToken: "watch" };  // its answer an event stream, its start an event
+    const body = JSON.stringify(watched);
+    let received = "";
+    const running = new Promise((resolve) => socket.on("data", (chunk) => {
+      received += chunk;
+      if (received.includes("notifications/progress")) resolve();
+    }));
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+      `Accept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await running;  // hangs up once the server says the call runs
     socket.destroy();
     await closed;
     // Left alone the statement would run for minutes (statement_timeout_ms
