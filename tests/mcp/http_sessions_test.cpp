@@ -171,7 +171,7 @@ TEST_CASE("an HTTP session counts against max_sessions and max_sessions_per_toke
   CHECK(r.registry->make_stateless(r.alice, false, "2025-11-25") != nullptr);  // a stateless request holds no place
 }
 
-TEST_CASE("an idle HTTP session is ended when a session is made; one with a request in flight is not",
+TEST_CASE("an idle HTTP session is ended when a session is made, and one with a request in flight is not",
           "[http][sessions]") {
   Registry r;
   r.config.session_idle = 10s;
