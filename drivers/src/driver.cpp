@@ -80,6 +80,22 @@ bool starts_with(std::string_view text, std::string_view prefix) noexcept {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+bool opens_with_keyword(std::string_view text) {
+  const auto start = text.find_first_not_of(" \t\n\r\f\v");
+  if (start == std::string_view::npos) return false;
+  const auto end = text.find_first_of(" \t\n\r\f\v=", start);
+  if (end == std::string_view::npos) return false;
+  const auto equals = text.find_first_not_of(" \t\n\r\f\v", end);
+  if (equals == std::string_view::npos || text[equals] != '=') return false;
+  const std::string_view word = text.substr(start, end - start);
+  PQconninfoOption* defaults = PQconndefaults();
+  if (defaults == nullptr) return false;
+  bool known = false;
+  for (const PQconninfoOption* option = defaults; option->keyword != nullptr; ++option) known = known || word == option->keyword;
+  PQconninfoFree(defaults);
+  return known;
+}
+
 }  // namespace
 
 LibpqForm libpq_form(std::string_view target) {
@@ -90,7 +106,10 @@ LibpqForm libpq_form(std::string_view target) {
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(text.c_str(), &error);
   PQfreemem(error);
-  if (options == nullptr) return LibpqForm::none;
+  // A string libpq cannot parse is still its own when it opens with one of its
+  // keywords and '=' ("host=db dbname"): libpq names the fault when it
+  // connects, as for a malformed URL, instead of a SQLite file of that name.
+  if (options == nullptr) return opens_with_keyword(text) ? LibpqForm::keywords : LibpqForm::none;
   // Only the keywords the string sets have a value: an empty or blank string
   // parses, but names nothing, and is no connection string.
   bool sets_one = false;

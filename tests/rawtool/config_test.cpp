@@ -487,6 +487,9 @@ TEST_CASE("the configuration, --db and make_driver take every spelling of a targ
       {"sslrootcert=/etc/ca.pem host=db", Engine::postgresql},  // a keyword make_driver's own list lacked
       {"keepalives=1 host=db", Engine::postgresql},
       {"dbname=", Engine::postgresql},
+      {"host=db dbname", Engine::postgresql},  // malformed: libpq says so when it connects
+      {" user = u port", Engine::postgresql},
+      {"host='db", Engine::postgresql},
       {":memory:", Engine::sqlite},
       {"sqlite:data.db", Engine::sqlite},
       {"sqlite:///tmp/x.db", Engine::sqlite},
