@@ -202,7 +202,7 @@ void select1_pipe_full_one_sync(benchmark::State& state) {
 /// The read-only wrapping as the driver sends it: the full one-Sync wrapping
 /// with the query that sets the timeouts local to the transaction and asks
 /// for the server process (what a transaction pooler needs; see the file
-/// comment of postgres_driver.cpp).
+/// comment of postgres_pipeline.cpp).
 void select1_pipe_full_local_timeouts(benchmark::State& state) {
   run_pipeline(state, {{"BEGIN READ ONLY",
                         "SELECT pg_catalog.pg_backend_pid(), pg_catalog.set_config('statement_timeout', '5000', true), "
@@ -222,7 +222,7 @@ void select1_pipe_one_sync_discard_all(benchmark::State& state) {
 }
 /// What parsing and planning the wrapping costs the server, measured only:
 /// the driver cannot keep named statements (it keeps one, the guard, as the
-/// unnamed statement, which SQL cannot name: see postgres_driver.cpp). DEALLOCATE ALL, which it needs
+/// unnamed statement, which SQL cannot name: see postgres_pipeline.cpp). DEALLOCATE ALL, which it needs
 /// because a read-only statement's dynamic SQL can PREPARE (and that outlives
 /// ROLLBACK), would drop them every call; and without it, dynamic SQL could
 /// DEALLOCATE a named wrapping statement and PREPARE another under its name,
