@@ -171,6 +171,63 @@ TEST_CASE("an HTTP session counts against max_sessions and max_sessions_per_toke
   CHECK(r.registry->make_stateless(r.alice, false, "2025-11-25") != nullptr);  // a stateless request holds no place
 }
 
+TEST_CASE("when max_sessions are open, a token holding fewer takes the least recently used idle place of the token "
+          "holding the most, and no token is locked out",
+          "[http][sessions]") {
+  Registry r;
+  r.config.max_sessions = 16;  // max_sessions_per_token stays at its default, above max_sessions
+  std::vector<std::shared_ptr<HttpSession>> alices;
+  for (std::size_t i = 0; i < 16; ++i) {
+    alices.push_back(r.open(r.alice));
+    r.now += 1ms;  // each used after the one before
+  }
+  CHECK(r.registry->make(r.alice) == nullptr);  // full, and alice holds the most: nothing to take
+  // The oldest of alice's sessions is in use: it is passed over.
+  REQUIRE(r.registry->begin_request(*alices[0], false));
+
+  // bob takes places while alice holds at least two more than he does ...
+  std::vector<std::shared_ptr<HttpSession>> bobs;
+  for (std::size_t i = 0; i < 8; ++i) bobs.push_back(r.open(r.bob));
+  CHECK(r.registry->find(alices[0]->id, r.alice) == alices[0]);
+  for (std::size_t i = 1; i <= 8; ++i) CHECK(r.registry->find(alices[i]->id, r.alice) == nullptr);  // least recently used first
+  for (std::size_t i = 9; i < 16; ++i) CHECK(r.registry->find(alices[i]->id, r.alice) == alices[i]);
+  // ... and then neither takes from the other: 8 each, nobody ping-pongs.
+  CHECK(r.registry->make(r.bob) == nullptr);
+  CHECK(r.registry->make(r.alice) == nullptr);
+  for (const auto& bob : bobs) CHECK(r.registry->find(bob->id, r.bob) == bob);
+  CHECK(r.lines.all().find("session_taken") != std::string::npos);
+
+  // A taken session's dispatcher starts no call.
+  auto channel = std::make_shared<RecordingChannel>();
+  alices[1]->dispatcher->assume_initialized("2025-11-25");
+  alices[1]->dispatcher->handle(raw_sql(7), channel);
+  REQUIRE(channel->wait_for(1));
+  CHECK(channel->messages().front()["error"]["message"] == "the session has ended");
+  r.registry->end_request(*alices[0], false);
+}
+
+TEST_CASE("a place under max_sessions is taken only from an idle session: a token whose sessions are all in use "
+          "keeps them",
+          "[http][sessions]") {
+  Registry r;
+  r.config.max_sessions = 4;
+  std::vector<std::shared_ptr<HttpSession>> alices;
+  for (std::size_t i = 0; i < 4; ++i) {
+    alices.push_back(r.open(r.alice));
+    REQUIRE(r.registry->begin_request(*alices.back(), false));
+  }
+  CHECK(r.registry->make(r.bob) == nullptr);
+  // An initialize still in flight holds its place too, and cannot be taken.
+  r.registry->end_request(*alices[3], false);
+  r.registry->remove(alices[3]->id, r.alice);
+  const auto pending = r.registry->make(r.alice);
+  REQUIRE(pending != nullptr);
+  CHECK(r.registry->make(r.bob) == nullptr);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(r.registry->find(alices[i]->id, r.alice) == alices[i]);
+  for (std::size_t i = 0; i < 3; ++i) r.registry->end_request(*alices[i], false);
+  CHECK(r.registry->make(r.bob) != nullptr);  // now one is idle
+}
+
 TEST_CASE("an idle HTTP session is ended when a session is made, and one with a request in flight is not",
           "[http][sessions]") {
   Registry r;

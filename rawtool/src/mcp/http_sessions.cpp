@@ -22,6 +22,7 @@ std::unique_ptr<Dispatcher> SessionRegistry::make_dispatcher(const HttpClient* c
 
 std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client) {
   std::vector<std::shared_ptr<HttpSession>> expired;  // closed outside the lock
+  std::vector<std::shared_ptr<HttpSession>> taken;    // ended to admit this one; closed outside the lock
   Clock::time_point now;
   {
     std::lock_guard lock(mutex_);
@@ -36,16 +37,30 @@ std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client) {
         ++entry;
       }
     }
-    if (sessions_.size() + unregistered_ >= config_.max_sessions ||
-        sessions_by_client_[client] >= config_.max_sessions_per_token) {
-      return nullptr;
+    const std::size_t held = sessions_by_client_[client];
+    if (held >= config_.max_sessions_per_token) return nullptr;
+    if (sessions_.size() + unregistered_ >= config_.max_sessions) {
+      // Full: the place is taken from the token holding the most, when it
+      // holds at least two more than this one (so that no two tokens take
+      // places from each other in turn), and one of its sessions is idle.
+      const auto victim = fairest_to_end(held);
+      if (victim == sessions_.end()) return nullptr;
+      --sessions_by_client_[victim->second->client];
+      taken.push_back(std::move(victim->second));
+      sessions_.erase(victim);
     }
     ++unregistered_;
     ++sessions_by_client_[client];
   }
   // Nothing runs in an idle session: closing it returns at once.
   for (const auto& old : expired) old->dispatcher->close(std::chrono::milliseconds(0));
+  for (const auto& old : taken) old->dispatcher->close(std::chrono::milliseconds(0));
   if (!expired.empty()) log_event(log_, LogLevel::info, "sessions_expired", "idle sessions were ended");
+  if (!taken.empty()) {
+    log_event(log_, LogLevel::info, "session_taken",
+              "max_sessions were open: the least recently used idle session of the token holding the most was ended "
+              "to admit another token's");
+  }
   auto session = std::make_shared<HttpSession>();
   session->client = client;
   session->last_used = now;
@@ -57,6 +72,22 @@ std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client) {
   session->id = crypto::random_hex(16);
   session->dispatcher = make_dispatcher(client);
   return session;
+}
+
+SessionRegistry::Sessions::iterator SessionRegistry::fairest_to_end(std::size_t held) {
+  auto victim = sessions_.end();
+  std::size_t victim_holds = held + 1;
+  for (auto entry = sessions_.begin(); entry != sessions_.end(); ++entry) {
+    const HttpSession& candidate = *entry->second;
+    if (candidate.requests_in_flight != 0) continue;  // in use: never ended under its caller
+    const std::size_t holds = sessions_by_client_[candidate.client];
+    if (holds > victim_holds ||
+        (holds == victim_holds && victim != sessions_.end() && candidate.last_used < victim->second->last_used)) {
+      victim = entry;
+      victim_holds = holds;
+    }
+  }
+  return victim;
 }
 
 void SessionRegistry::add(std::shared_ptr<HttpSession> session) {

@@ -74,9 +74,13 @@ public:
   SessionRegistry& operator=(const SessionRegistry&) = delete;
 
   /// A new session for `client` with a fresh random id, or nullptr when
-  /// max_sessions are open, or max_sessions_per_token for this client, once
-  /// idle sessions (of any token) are ended. Not found until add(), but
-  /// counted against both limits from now on.
+  /// max_sessions_per_token are open for this client, or max_sessions are
+  /// open and none can be taken, once idle sessions (of any token) are ended.
+  /// When max_sessions are open, the least recently used session with no
+  /// request in flight of the token holding the most is ended to make room,
+  /// if that token holds at least two more than `client`: one token cannot
+  /// lock another out, and two never take places from each other in turn.
+  /// Not found until add(), but counted against both limits from now on.
   std::shared_ptr<HttpSession> make(const HttpClient* client);
   /// Registers a session from make(), in the place it holds: its initialize
   /// succeeded.
@@ -106,7 +110,11 @@ public:
   std::vector<std::shared_ptr<HttpSession>> close_all();
 
 private:
+  using Sessions = std::unordered_map<std::string, std::shared_ptr<HttpSession>>;
   std::unique_ptr<Dispatcher> make_dispatcher(const HttpClient* client) const;
+  /// The registered session make() ends for a token holding `held`, or
+  /// sessions_.end(). Needs mutex_.
+  Sessions::iterator fairest_to_end(std::size_t held);
 
   Backend& backend_;
   WorkerPool& pool_;
@@ -114,7 +122,7 @@ private:
   const rawtool::OperatorLog& log_;
   std::function<Clock::time_point()> now_;
   std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<HttpSession>> sessions_;  // guarded by mutex_
+  Sessions sessions_;                                                         // guarded by mutex_
   std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered and unregistered; guarded by mutex_
   std::size_t unregistered_ = 0;  // made, initialize not yet succeeded; guarded by mutex_
   std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;  // tool calls accepted; guarded by mutex_

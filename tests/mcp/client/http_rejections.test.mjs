@@ -442,21 +442,22 @@ async function callThenStop(serverConfig, id, sql) {
   return { response, exitCode: await stopped, stoppedAt };
 }
 
-describe("limits per token", () => {
-  const limited = structuredClone(config);
-  Object.assign(limited.http, { max_sessions_per_token: 2, max_calls_per_token: 1, session_idle_seconds: 2 });
-  let own;
+// A server of the enclosing describe's own, with `http` settings over the
+// shared configuration's, started before its tests and stopped after them;
+// and how its tests post to it and open sessions on it.
+function ownServer(http) {
+  const own = { url: null };
   before(async () => {
-    own = await startHttpServer(binary, limited);
+    Object.assign(own, await startHttpServer(binary, { ...config, http: { ...config.http, ...http } }));
     assert.ok(own.url);
   });
   after(async () => {
-    if (own?.url) assert.equal(await own.stop(), 0);
+    if (own.url) assert.equal(await own.stop(), 0);
   });
   const request = (token, body, headers = {}) =>
     fetch(own.url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${token}`, ...headers },
+      headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}`, ...headers },
       body: JSON.stringify(body),
     });
   const open = async (token) => {
@@ -464,6 +465,11 @@ describe("limits per token", () => {
     await response.text();
     return { status: response.status, id: response.headers.get("mcp-session-id") };
   };
+  return { own, request, open };
+}
+
+describe("limits per token", () => {
+  const { own, request, open } = ownServer({ max_sessions_per_token: 2, max_calls_per_token: 1, session_idle_seconds: 2 });
   // Opens a session once the token has room for one (sessions that idle past
   // session_idle_seconds end); 503s until then, for at most 20 s.
   const openOnceRoom = async (token) => {
@@ -519,39 +525,23 @@ describe("limits per token", () => {
 describe("session limits under a burst", () => {
   // A place under the limits is taken when an initialize is accepted, not
   // when it is answered: 40 initializes at once cannot pass either limit.
-  const bursty = structuredClone(config);
-  Object.assign(bursty.http, { max_sessions: 6, max_sessions_per_token: 4 });
-  let own;
-  before(async () => {
-    own = await startHttpServer(binary, bursty);
-    assert.ok(own.url);
-  });
-  after(async () => {
-    if (own?.url) assert.equal(await own.stop(), 0);
-  });
+  const { request } = ownServer({ max_sessions: 6, max_sessions_per_token: 4 });
   const burst = (token) =>
     Promise.all(
       Array.from({ length: 40 }, () =>
-        fetch(own.url, {
-          method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}` },
-          body: JSON.stringify(initialize),
-        }).then(async (response) => {
+        request(token, initialize).then(async (response) => {
           await response.text();
           return { status: response.status, id: response.headers.get("mcp-session-id") };
         }),
       ),
     );
 
-  test("40 initializes at once: max_sessions_per_token get sessions, the rest 503; then max_sessions caps the server", async () => {
+  test("40 initializes at once: max_sessions_per_token get sessions, the rest 503; then max_sessions caps the server, "+
+    "shared between the tokens", async () => {
     // Initializes that fail, one after another, more than the limit: each
     // holds a place while it runs and gives it back when it fails.
     for (let i = 0; i < 6; ++i) {
-      const response = await fetch(own.url, {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${aliceToken}` },
-        body: JSON.stringify({ ...initialize, params: { capabilities: {} } }),
-      });
+      const response = await request(aliceToken, { ...initialize, params: { capabilities: {} } });
       assert.equal(response.status, 200);
       assert.equal(response.headers.get("mcp-session-id"), null, "an initialize without protocolVersion opens no session");
       assert.equal((await response.json()).error?.code, -32602);
@@ -560,8 +550,62 @@ describe("session limits under a burst", () => {
     assert.equal(alice.filter((r) => r.status === 200 && r.id).length, 4, "max_sessions_per_token is 4");
     assert.equal(alice.filter((r) => r.status === 503).length, 36);
     const bob = await burst(bobToken);
-    assert.equal(bob.filter((r) => r.status === 200 && r.id).length, 2, "max_sessions is 6: 2 places were left");
-    assert.equal(bob.filter((r) => r.status === 503).length, 38);
+    assert.equal(bob.filter((r) => r.status === 200 && r.id).length, 3,
+      "max_sessions is 6: bob got the 2 places left and one of alice's, who held two more than he did");
+    assert.equal(bob.filter((r) => r.status === 503).length, 37);
+    const open = [];
+    for (const [token, replies] of [[aliceToken, alice], [bobToken, bob]]) {
+      for (const { id } of replies.filter((r) => r.id)) {
+        const ping = await request(token, { jsonrpc: "2.0", id: 2, method: "ping" }, sessionHeaders(id));
+        await ping.text();
+        if (ping.status === 200) open.push(token);
+      }
+    }
+    assert.deepEqual(open.sort(), [aliceToken, aliceToken, aliceToken, bobToken, bobToken, bobToken].sort(),
+      "6 sessions open, 3 each");
+  });
+});
+
+describe("sessions shared fairly between tokens", () => {
+  // max_sessions_per_token is left at its default (max_sessions): one token
+  // may fill the server, but cannot keep another out.
+  const { own, request, open } = ownServer({ max_sessions: 16 });
+
+  test("one token opening sessions as fast as it can never locks another out: each gets half of max_sessions", async () => {
+    // alice opens sessions on six connections at once, without pause, until told to stop.
+    let flooding = true;
+    let aliceFull;
+    const full = new Promise((resolve) => { aliceFull = resolve; });
+    const flood = Array.from({ length: 6 }, async () => {
+      let opened = 0;
+      while (flooding) {
+        const { status } = await open(aliceToken);
+        if (status === 200) ++opened;
+        else if (status === 503) aliceFull();
+        else assert.fail(`alice's initialize got ${status}`);
+      }
+      return opened;
+    });
+    await full;  // every place is alice's or being filled by her
+    const bobs = [];
+    for (let i = 0; i < 8; ++i) {
+      const opened = await open(bobToken);
+      assert.equal(opened.status, 200, `bob's initialize ${i + 1} while alice floods`);
+      bobs.push(opened.id);
+    }
+    flooding = false;
+    const aliceOpened = (await Promise.all(flood)).reduce((a, b) => a + b, 0);
+    assert.ok(aliceOpened >= 16, "alice opened sessions throughout");
+    for (const id of bobs) {
+      const ping = await request(bobToken, { jsonrpc: "2.0", id: 2, method: "ping" }, sessionHeaders(id));
+      assert.equal(ping.status, 200, "none of bob's sessions was taken");
+      await ping.text();
+    }
+    // alice fills what is free; then the two hold half each and take nothing from each other.
+    while ((await open(aliceToken)).status === 200);
+    assert.equal((await open(bobToken)).status, 503);
+    assert.equal((await open(aliceToken)).status, 503);
+    assert.match(own.log(), /"event":"session_taken"/);
   });
 });
 
