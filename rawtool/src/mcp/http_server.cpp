@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <functional>
@@ -202,7 +203,15 @@ private:
   /// the limit), logs it and closes; false for an error that is no request
   /// (the client closed, or went quiet).
   bool refuse_malformed(const beast::error_code& error);
-  void refuse_framing(bool too_large);
+  /// What makes a request one the server cannot serve on this connection.
+  enum class Malformed {
+    framing,       ///< its HTTP could not be parsed, or its body's length cannot be known: 400
+    host,          ///< not exactly one valid Host, or none in HTTP/1.1 (RFC 9112, 3.2): 400
+    header_limit,  ///< its headers are over max_header_bytes: 431
+  };
+  /// Answers, logs and closes: nothing after such a request can be trusted
+  /// to be framed as its sender meant.
+  void refuse_malformed(Malformed what);
   void on_header();
   void on_body();
   void handle_delete();
@@ -310,6 +319,20 @@ std::optional<std::string_view> header(const http::request<http::string_body>& r
   return std::string_view(found->value().data(), found->value().size());
 }
 
+// RFC 9112, 3.2: an HTTP/1.1 request has exactly one Host, any request at
+// most one, and its value is a URI's host and port (RFC 3986, 3.2.2), or
+// empty. A proxy and the server that disagree on the host disagree on the
+// request.
+bool host_valid(const http::request<http::string_body>& request) {
+  const auto hosts = request.count(http::field::host);
+  if (hosts > 1 || (hosts == 0 && request.version() >= 11)) return false;
+  if (hosts == 0) return true;
+  const auto value = request.find(http::field::host)->value();
+  return std::all_of(value.begin(), value.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || std::string_view("-._~%!$&'()*+,;=:[]").find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
 void Connection::read_header() {
   parser_.emplace();
   parser_->header_limit(max_header_bytes);
@@ -352,19 +375,35 @@ bool Connection::refuse_malformed(const beast::error_code& error) {
       error == http::error::end_of_stream || error == http::error::partial_message || error == http::error::short_read) {
     return false;
   }
-  refuse_framing(error == http::error::header_limit);
+  refuse_malformed(error == http::error::header_limit ? Malformed::header_limit : Malformed::framing);
   return true;
 }
 
-void Connection::refuse_framing(bool too_large) {
-  log_event(server_.log(), LogLevel::warn, "rejected",
-            too_large ? "a request whose headers are over 16 KiB (431)"
-                      : "a request whose HTTP framing could not be parsed (400)");
+void Connection::refuse_malformed(Malformed what) {
+  struct Refusal {
+    http::status status;
+    std::string_view logged;
+    std::string_view message;
+  };
+  const Refusal refusal = [what]() -> Refusal {
+    switch (what) {
+      case Malformed::header_limit:
+        return {http::status::request_header_fields_too_large, "a request whose headers are over 16 KiB (431)",
+                "the request's headers are over 16 KiB"};
+      case Malformed::host:
+        return {http::status::bad_request, "a request without exactly one valid Host header (400)",
+                "the request must have exactly one valid Host header"};
+      case Malformed::framing:
+        break;
+    }
+    return {http::status::bad_request, "a request whose HTTP framing could not be parsed (400)",
+            "the request's HTTP framing is malformed"};
+  }();
+  log_event(server_.log(), LogLevel::warn, "rejected", refusal.logged);
   // Whatever follows on this connection cannot be framed: the answer closes it.
-  Response response(too_large ? http::status::request_header_fields_too_large : http::status::bad_request, 11);
+  Response response(refusal.status, 11);
   response.set(http::field::content_type, "application/json");
-  response.body() = error_body(ErrorCode::invalid_request, too_large ? "the request's headers are over 16 KiB"
-                                                                     : "the request's HTTP framing is malformed");
+  response.body() = error_body(ErrorCode::invalid_request, refusal.message);
   send(std::move(response), true);
 }
 
@@ -374,7 +413,10 @@ void Connection::on_header() {
   const auto method = request.method();
   // A Transfer-Encoding whose last coding is not chunked leaves the body's
   // length unknowable (RFC 9112, 6.3): the request cannot be framed.
-  if (request.find(http::field::transfer_encoding) != request.end() && !parser_->chunked()) return refuse_framing(false);
+  if (request.find(http::field::transfer_encoding) != request.end() && !parser_->chunked()) {
+    return refuse_malformed(Malformed::framing);
+  }
+  if (!host_valid(request)) return refuse_malformed(Malformed::host);
   if (target == "/healthz") {
     if (method != http::verb::get && method != http::verb::head) return refuse(http::status::method_not_allowed, "");
     Response response(http::status::ok, request.version());

@@ -82,7 +82,8 @@ function sessionHeaders(id) {
 }
 
 // Sends `head` (request line and headers, no body) on a raw socket and
-// resolves with what the server sends back before it closes or 3 s pass.
+// resolves with the server's first response (its head, and its body as long
+// as Content-Length says), or what came before it closed or 3 s passed.
 function rawExchange(head) {
   const { hostname, port } = new URL(server.url);
   return new Promise((resolve, reject) => {
@@ -94,7 +95,9 @@ function rawExchange(head) {
     }, 3000);
     socket.on("data", (chunk) => {
       received += chunk;
-      if (received.includes("\r\n\r\n")) {
+      const end = received.indexOf("\r\n\r\n");
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(received.slice(0, end))?.[1] ?? 0);
+      if (end >= 0 && Buffer.byteLength(received.slice(end + 4)) >= length) {
         clearTimeout(timer);
         socket.destroy();
         resolve(received);
@@ -178,6 +181,17 @@ describe("requests turned away", () => {
     ["a Transfer-Encoding other than chunked last", 400, head + "Transfer-Encoding: chunked, gzip\r\n\r\n"],
     ["a request line with no version", 400, "POST /mcp\r\nHost: x\r\n\r\n"],
     ["a header line without a colon", 400, "POST /mcp HTTP/1.1\r\nHost x\r\n\r\n"],
+    ["a request line whose version is HTTP/2.0", 400, "POST /mcp HTTP/2.0\r\nHost: x\r\n\r\n"],
+    ["a request line whose version is HTTP/0.9", 400, "GET /healthz HTTP/0.9\r\nHost: x\r\n\r\n"],
+    ["a request line whose version is in lower case", 400, "GET /healthz http/1.1\r\nHost: x\r\n\r\n"],
+    ["the HTTP/2 connection preface", 400, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"],
+    ["a TLS handshake sent to the plain-text port", 400, Buffer.from("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n", "latin1")],
+    ["an HTTP/1.1 request without Host", 400,
+      `POST /mcp HTTP/1.1\r\nAuthorization: Bearer ${aliceToken}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`],
+    ["an HTTP/1.1 request for /healthz without Host", 400, "GET /healthz HTTP/1.1\r\n\r\n"],
+    ["two Host headers", 400, head.replace("Host: x\r\n", "Host: x\r\nHost: y\r\n") + "Content-Length: 2\r\n\r\n{}"],
+    ["two Host headers in HTTP/1.0", 400, "GET /healthz HTTP/1.0\r\nHost: x\r\nHost: x\r\n\r\n"],
+    ["a Host that is not a host and port", 400, head.replace("Host: x", "Host: x/y@z") + "Content-Length: 2\r\n\r\n{}"],
     ["headers over 16 KiB", 431, head + `X-Filler: ${"a".repeat(17 * 1024)}\r\nContent-Length: 2\r\n\r\n{}`],
     ["many small headers over 16 KiB together", 431,
       head + Array.from({ length: 1200 }, (_, i) => `X-H${i}: 0123456789\r\n`).join("") + "Content-Length: 2\r\n\r\n{}"],
@@ -188,6 +202,10 @@ describe("requests turned away", () => {
       const reply = await rawExchange(bytes);
       assert.match(reply, new RegExp(`^HTTP/1\\.1 ${status} `));
       assert.match(reply, /\r\nConnection: close\r\n/i);
+      // A short body in rawtool's words: a JSON-RPC error naming what is wrong with the request.
+      const body = JSON.parse(reply.slice(reply.indexOf("\r\n\r\n") + 4));
+      assert.equal(body.error?.code, -32600);
+      assert.match(body.error?.message ?? "", /^the request('s| must)/);
       const deadline = Date.now() + 3000;
       let rejected = rejectedBefore;
       while (rejected === rejectedBefore && Date.now() < deadline) {
