@@ -3,6 +3,8 @@
 // compact ASCII JSON-RPC message (see mcp_process.cpp).
 
 #include "mcp_process.hpp"
+#include "pg_server.hpp"
+#include "tcp_proxy.hpp"
 
 #include <oracle.hpp>
 
@@ -212,6 +214,43 @@ TEST_CASE("end of input during an endless statement stops it and exits within th
   server.close_input();
   REQUIRE(server.wait_exit(5s) == 0);
   REQUIRE(Clock::now() - closed < 4s);
+}
+
+TEST_CASE("end of input while the database has stopped answering mid-statement exits within its bound, not the call's",
+          "[mcp][e2e][postgresql][deadline]") {
+  // A network partition, held by a proxy from the moment the statement's bytes
+  // reach it: the server never sees the statement, never answers, and takes no
+  // cancel request (the proxy holds new connections too). The call's own
+  // deadline is a minute away; end of input must not wait for it: the
+  // dispatcher's grace (1.5 s), then the driver's give-up after its cancel
+  // (2 s), then the process ends.
+  const auto reader = rawtool::test::pg_url(true);
+  if (!reader) return;
+  const auto target = rawtool::test::proxy_target(*reader);
+  rawtool::test::TcpProxy proxy(target.host, target.port);
+  TempDir dir;
+  const auto config = dir.write(
+      "config.json", json{{"databases", json::array({json{{"label", "pg"},
+                                                          {"url", target.url_through(proxy.port(), "connect_timeout=5")},
+                                                          {"limits", {{"statement_timeout_ms", 60000}}}}})}}
+                         .dump());
+  McpProcess server(config);
+  server.initialize();
+  const std::string marker = "rawtool_partitioned_" + std::to_string(Clock::now().time_since_epoch().count());
+  proxy.freeze_on(marker);
+  start_call(server, "held", "raw_sql", {{"sql", "SELECT 1 AS " + marker}});
+  const auto reached = Clock::now() + 10s;
+  while (!proxy.frozen()) {
+    REQUIRE(Clock::now() < reached);
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto closed = Clock::now();
+  server.close_input();
+  const auto status = server.wait_exit(15s);
+  const auto took = Clock::now() - closed;
+  proxy.thaw();
+  REQUIRE(status == 0);
+  CHECK(took < 8s);
 }
 
 // ---- protocol errors -------------------------------------------------------------------
