@@ -11,11 +11,11 @@ import { after, before, describe, test } from "node:test";
 import {
   argument,
   sha256Hex,
+  startHeldCall,
   startHttpServer,
   startWatchedCall,
   unansweredCalls,
   waitForUnanswered,
-  waitUntilCallHeld,
 } from "./http_server.mjs";
 
 const binary = argument("--binary");
@@ -449,11 +449,8 @@ async function callThenStop(serverConfig, id, sql) {
       body: JSON.stringify(body),
     });
   const session = await ownSession(own.url);
-  const call = request(
-    { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } },
-    sessionHeaders(session),
-  );
-  await waitUntilCallHeld(request, sessionHeaders(session));
+  const { response: call } = await startHeldCall(request, sessionHeaders(session),
+    { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } });
   const stoppedAt = Date.now();
   const stopped = own.stop();
   const response = await call;

@@ -136,20 +136,35 @@ export async function startWatchedCall(url, headers, message) {
   return { response, messages: readUntil(() => false).then(() => received) };
 }
 
-/// Resolves once a tool call the server was sent is held: with
-/// max_calls_per_token 1, a probe call of the same token (`post(body,
-/// headers)`, SELECT 1) is refused for the call slot the first one takes.
-/// For calls answered as plain JSON, which carry no progress event; at most
-/// 20 s.
-export async function waitUntilCallHeld(post, headers = {}) {
+/// Posts `message` (a tools/call) with `post(body, headers)` and resolves with
+/// { response }, the pending response, once the server holds it: with
+/// max_calls_per_token 1, a probe call of the same token (SELECT 1) is refused
+/// for the call slot the first one takes. The probe and the call travel on
+/// separate connections, so the probe can reach the server first and take the
+/// slot itself; the call is then refused, and is sent again. For calls
+/// answered as plain JSON, which carry no progress event; at most 20 s.
+export async function startHeldCall(post, headers, message) {
   const deadline = Date.now() + 20000;
-  for (let probe = 1000; ; ++probe) {
-    const answer = await (await post(
-      { jsonrpc: "2.0", id: probe, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } },
-      headers,
-    )).json();
-    if (answer.error?.code === -32000 && /tool calls running/.test(answer.error.message)) return;
-    if (Date.now() > deadline) throw new Error(`the call was not held within 20 s; the probe was answered ${JSON.stringify(answer)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline bounds the wait
+  let probe = 1000;
+  for (;;) {
+    let settled = false;
+    const call = post(message, headers);
+    call.then(() => { settled = true; }, () => { settled = true; });
+    for (;;) {
+      const answer = await (await post(
+        { jsonrpc: "2.0", id: ++probe, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } },
+        headers,
+      )).json();
+      if (answer.error?.code === -32000 && /tool calls running/.test(answer.error.message)) return { response: call };
+      if (Date.now() > deadline) throw new Error(`the call was not held within 20 s; the probe was answered ${JSON.stringify(answer)}`);
+      if (settled) {
+        const refused = await (await call).json();
+        if (!(refused.error?.code === -32000 && /tool calls running/.test(refused.error.message))) {
+          throw new Error(`the call was answered before it could be held: ${JSON.stringify(refused)}`);
+        }
+        break;  // the probe took the slot first: send the call again
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline bounds the wait
+    }
   }
 }

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered, waitUntilCallHeld } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, startHeldCall, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 // Built with sanitizers (RAWTOOL_SANITIZE): their runtime needs file
@@ -168,8 +168,7 @@ describe("DELETE during a call", () => {
       await opened.json();
       const headers = { "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" };
       const started = Date.now();
-      const call = post(toolCall("long", endlessSql), headers);
-      await waitUntilCallHeld(post, headers);
+      const { response: call } = await startHeldCall(post, headers, toolCall("long", endlessSql));
       const deleted = await fetch(server.url, { method: "DELETE", headers: { authorization: `Bearer ${token}`, ...headers } });
       assert.equal(deleted.status, 204);
       const answer = await call;
