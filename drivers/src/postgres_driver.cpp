@@ -1,4 +1,4 @@
-// The PostgreSQL driver's face: cancel() and arm(), the gates a call passes
+// The PostgreSQL driver's face: a stop reaching the running call, the gates a call passes
 // before its statement is sent (the session's read-only audit, the reserve
 // connection), and inspect(). How the rest is split is in
 // detail/postgres_driver.hpp.
@@ -23,27 +23,17 @@ constexpr std::chrono::seconds audit_lifetime{60};
 
 }  // namespace
 
-void PostgresDriver::cancel() noexcept {
+void PostgresDriver::cancel_running() noexcept {
   std::shared_ptr<PGcancel> canceller;
   {
     std::lock_guard lock(cancel_mutex_);
-    if (running_ == nullptr) {
-      cancel_pending_ = true;  // for the execute() about to start, until arm()
-      return;
-    }
-    if (canceller_ == nullptr) return;
+    if (running_ == nullptr || canceller_ == nullptr) return;
     // One request per call: a statement that ignores it is ended after the
-    // grace whatever more come (see wait_for_input), so callers may repeat
-    // cancel() until the call returns without a thread and a connection each.
+    // grace (see wait_for_input).
     if (running_->cancel_requested.exchange(true)) return;
     canceller = canceller_;
   }
   cancels_->start(std::move(canceller));
-}
-
-void PostgresDriver::arm() noexcept {
-  std::lock_guard lock(cancel_mutex_);
-  cancel_pending_ = false;
 }
 
 std::variant<DatabaseReport, Unavailable> PostgresDriver::inspect() {

@@ -112,6 +112,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -438,7 +439,11 @@ Unavailable PostgresDriver::broken_connection_or_stop(Call& call) {
 }
 
 Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
-                                AccessMode mode) {
+                                AccessMode mode, std::stop_token stop) {
+  const auto stopped_before_sent = [this] {
+    return refuse(RefusalReason::cancelled, "The call was cancelled before its statement was sent.");
+  };
+  if (stop.stop_requested()) return stopped_before_sent();
   if (auto refusal = statement_size_refusal(sql, limits)) return std::move(*refusal);
   auto bound_or_refusal = bind_parameters(sql, params);
   if (auto* refusal = std::get_if<Refusal>(&bound_or_refusal)) return std::move(*refusal);
@@ -500,15 +505,14 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // Whatever the server sent while the session was idle is parsed now, before
   // the statement's notices are collected: it was not raised by this statement.
   PQisBusy(conn_);
-  bool cancelled_early = false;
   {
     std::lock_guard lock(cancel_mutex_);
     running_ = &call;
-    cancelled_early = std::exchange(cancel_pending_, false);
   }
   // The connection's notices go to this call (to call.collecting) until it
-  // returns; cancel() reaches it until then, or until finish() lets go.
-  // `running` is declared after `call`, so both let go before the call ends.
+  // returns; its stop reaches it until then, or until finish() lets go.
+  // `running` is declared after `call`, and `on_stop` after `running`, so they
+  // let go in that order before the call ends.
   PQsetNoticeReceiver(conn_, &PostgresDriver::receive_notice, &call);
   struct Running {
     PostgresDriver& driver;
@@ -518,7 +522,10 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
       if (driver.conn_ != nullptr) PQsetNoticeReceiver(driver.conn_, &PostgresDriver::receive_notice, nullptr);
     }
   } running{*this};
-  if (cancelled_early) return refuse(RefusalReason::cancelled, "The call was cancelled before its statement was sent.");
+  // A stop from here on is a cancel request; one that came during the audit
+  // or the connect means nothing is sent.
+  if (stop.stop_requested()) return stopped_before_sent();
+  const std::stop_callback on_stop(stop, [this] { cancel_running(); });
   report_rows_read(0);
 
   // The statement's notices are collected from before anything is sent until
@@ -576,7 +583,7 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
 
   {
     std::lock_guard lock(cancel_mutex_);
-    running_ = nullptr;  // from here on cancel() starts nothing
+    running_ = nullptr;  // from here on a stop starts nothing
   }
   if (call.stop == Stop::broken) {
     if (recorded_ != nullptr) recorded_->keep();  // broken mid-call: its statement may run on

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <stop_token>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -238,8 +239,9 @@ public:
 
   [[nodiscard]] Engine engine() const noexcept override { return Engine::sqlite; }
 
-  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
-                  AccessMode mode) override {
+  using Driver::execute;
+  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode,
+                  std::stop_token stop) override {
     if (auto refusal = statement_size_refusal(sql, limits)) return std::move(*refusal);
     // sqlite3_prepare_v3 takes the length as an int.
     if (sql.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
@@ -248,23 +250,15 @@ public:
     if (mode == AccessMode::read_write && mode_ == AccessMode::read_only) {
       return refuse(RefusalReason::read_only, "This database was opened read-only.");
     }
-    const Call call(*this, limits);
-    return run_call(sql, params, limits, mode);
-  }
-
-  void cancel() noexcept override {
-    std::lock_guard lock(db_mutex_);
-    if (!running_.load()) {
-      cancel_pending_ = true;  // for the execute() about to start, until arm()
-      return;
+    if (stop.stop_requested()) {
+      return refuse(RefusalReason::cancelled, "The call was cancelled before its statement was sent.");
     }
-    cancel_requested_.store(true);
-    if (db_ != nullptr) sqlite3_interrupt(db_);
-  }
-
-  void arm() noexcept override {
-    std::lock_guard lock(db_mutex_);
-    cancel_pending_ = false;
+    const Call call(*this, limits);
+    // Declared after `call`: gone before the call's cleanup, which runs to its
+    // end. A stop that came since the check above runs it at once, and the
+    // statement is refused at its first step.
+    const std::stop_callback on_stop(stop, [this] { interrupt(); });
+    return run_call(sql, params, limits, mode);
   }
 
   std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
@@ -350,9 +344,17 @@ private:
     timed_out_ = false;
     reopen_after_call_ = false;
     std::lock_guard lock(db_mutex_);
-    // A cancel that came since arm() stops the statement at its first step.
-    cancel_requested_.store(std::exchange(cancel_pending_, false));
+    cancel_requested_.store(false);
     running_.store(true);
+  }
+
+  /// What a call's stop does while the call runs: marks it and interrupts
+  /// the statement. From any thread.
+  void interrupt() noexcept {
+    std::lock_guard lock(db_mutex_);
+    if (!running_.load()) return;
+    cancel_requested_.store(true);
+    if (db_ != nullptr) sqlite3_interrupt(db_);
   }
 
   /// Leaves the connection as a freshly opened one would be, or closes it so
@@ -782,10 +784,9 @@ private:
   AccessMode mode_;
   SqliteOptions options_;
   sqlite3* db_ = nullptr;       ///< written under db_mutex_; read by the executing thread
-  std::mutex db_mutex_;         ///< guards db_ against cancel() and running_ transitions
+  std::mutex db_mutex_;         ///< guards db_ against interrupt() and running_ transitions
   std::atomic<bool> running_{false};
   std::atomic<bool> cancel_requested_{false};
-  bool cancel_pending_ = false;  ///< cancel() came while nothing ran; guarded by db_mutex_
   Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
   bool read_only_ = true;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <future>
+#include <stop_token>
 #include <string>
 #include <variant>
 
@@ -45,23 +46,27 @@ inline std::string cell(const Outcome& outcome) {
 
 inline RefusalReason refusal_reason(const Outcome& outcome) { return expect<Refusal>(outcome).reason; }
 
-/// Cancels the call `running` makes on `driver` until it returns (a cancel
-/// that lands before the call has started its statement is kept for it only
-/// when the call was armed, which a direct driver call is not); fails the
-/// test after `patience`. Then arms the driver, as the library does for each
-/// call, so a cancel that landed after the call ended does not reach the
-/// next one. The outcome.
-template <class Driver>
-Outcome cancel_until_done(Driver& driver, std::future<Outcome>& running,
-                          std::chrono::milliseconds patience = std::chrono::milliseconds(10000)) {
+/// Runs `call` (a function of a std::stop_token returning the Outcome of one
+/// driver call made with that token) on a thread of its own and stops it
+/// while its statement runs: a stop that landed before the statement was sent
+/// (its refusal says so) is tried again on a new call. Fails the test after
+/// `patience`. The outcome.
+template <class Call>
+Outcome stop_while_running(const Call& call, std::chrono::milliseconds patience = std::chrono::milliseconds(10000)) {
   const auto deadline = std::chrono::steady_clock::now() + patience;
-  while (running.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+  for (;;) {
+    std::stop_source stop;
+    auto running = std::async(std::launch::async, [&call, token = stop.get_token()] { return call(token); });
+    running.wait_for(std::chrono::milliseconds(20));  // pacing only: the refusal's words say where the stop landed
+    stop.request_stop();
+    REQUIRE(running.wait_until(deadline) == std::future_status::ready);
+    Outcome outcome = running.get();
+    const auto* refusal = std::get_if<Refusal>(&outcome);
+    if (refusal == nullptr || refusal->explanation.str().find("before its statement was sent") == std::string::npos) {
+      return outcome;
+    }
     REQUIRE(std::chrono::steady_clock::now() < deadline);
-    driver.cancel();
   }
-  Outcome outcome = running.get();
-  driver.arm();
-  return outcome;
 }
 
 }  // namespace rawtool::test

@@ -76,8 +76,9 @@ std::optional<T> answered_within(TcpProxy& proxy, std::chrono::steady_clock::dur
   return answer;
 }
 
-Outcome run(rawtool::Driver& driver, std::string_view sql, AccessMode mode, const Limits& limits = {}) {
-  return driver.execute(sql, {}, limits, mode);
+Outcome run(rawtool::Driver& driver, std::string_view sql, AccessMode mode, const Limits& limits = {},
+            std::stop_token stop = {}) {
+  return driver.execute(sql, {}, limits, mode, std::move(stop));
 }
 
 /// Threads of this process, as the kernel lists them.
@@ -265,9 +266,10 @@ TEST_CASE("cancel requests a hung server never takes run on at most two threads"
   Limits limits;
   limits.statement_timeout = 60s;
   std::vector<std::future<Outcome>> running;
-  for (auto& driver : drivers) {
-    running.push_back(std::async(std::launch::async, [&driver, &limits] {
-      return run(*driver, "SELECT pg_sleep(120)", AccessMode::read_write, limits);
+  std::vector<std::stop_source> stops(calls);
+  for (std::size_t i = 0; i < calls; ++i) {
+    running.push_back(std::async(std::launch::async, [&driver = drivers[i], &limits, stop = stops[i].get_token()] {
+      return run(*driver, "SELECT pg_sleep(120)", AccessMode::read_write, limits, stop);
     }));
   }
   for (const std::string& pid : pids) rawtool::test::wait_until_sleeping(pid);
@@ -276,7 +278,7 @@ TEST_CASE("cancel requests a hung server never takes run on at most two threads"
   // that does not come while it is frozen.
   proxy.freeze();
   const std::size_t before = thread_count();
-  for (auto& driver : drivers) driver->cancel();
+  for (auto& stop : stops) stop.request_stop();
   const std::size_t after = thread_count();
   CHECK(after <= before + 2);
 

@@ -39,8 +39,9 @@ using rawtool::test::superuser_driver;
 namespace {
 
 rawtool::Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
-                     AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {}) {
-  return driver.execute(sql, params, limits, mode);
+                     AccessMode mode = AccessMode::read_only, std::vector<Parameter> params = {},
+                     std::stop_token stop = {}) {
+  return driver.execute(sql, params, limits, mode, std::move(stop));
 }
 
 std::string cell(const Rows& rows, std::size_t row, std::size_t column) {
@@ -373,42 +374,41 @@ TEST_CASE("the byte cap withholds a whole row that does not fit and never shorte
   }
 }
 
-TEST_CASE("cancel from another thread stops a running statement and the next call works", "[postgres][limits]") {
+TEST_CASE("a stop from another thread ends a running statement and the next call works", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
   auto driver = superuser_driver(*url);
   const std::string pid = cell(expect<Rows>(run(*driver, "SELECT pg_backend_pid()")), 0, 0);
   for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
-    auto running = std::async(std::launch::async, [&] { return run(*driver, "SELECT pg_sleep(20)", {}, mode); });
+    std::stop_source stop;
+    auto running = std::async(std::launch::async,
+                              [&] { return run(*driver, "SELECT pg_sleep(20)", {}, mode, {}, stop.get_token()); });
     rawtool::test::wait_until_sleeping(pid);
     const auto started = std::chrono::steady_clock::now();
-    driver->cancel();
+    stop.request_stop();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
     CHECK(std::chrono::steady_clock::now() - started < 2s);
-    CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
+    const rawtool::Outcome stopped = running.get();
+    CHECK(refusal_reason(stopped) == RefusalReason::cancelled);
+    CHECK(expect<rawtool::Refusal>(stopped).explanation.str().find("before its statement was sent") == std::string::npos);
+    // The stop was that call's: the next call, with a token of its own, runs.
     CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");
   }
-  driver->arm();
-  CHECK(cell(expect<Rows>(run(*driver, "SELECT 2")), 0, 0) == "2");
 }
 
-TEST_CASE("a cancel that lands before the statement starts is kept for it, and arm() forgets an earlier one",
-          "[postgres][limits]") {
+TEST_CASE("a stop requested before the call sends nothing, and the next call is not stopped", "[postgres][limits]") {
   const auto url = pg_url();
   if (!url) return;
   auto driver = superuser_driver(*url);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 1")), 0, 0) == "1");  // connected
   for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
-    // Armed for a call, cancelled before execute(): the statement is never sent.
-    driver->arm();
-    driver->cancel();
+    std::stop_source stop;
+    stop.request_stop();
     const auto started = std::chrono::steady_clock::now();
-    const rawtool::Outcome early = run(*driver, "SELECT pg_sleep(20)", {}, mode);
+    const rawtool::Outcome early = run(*driver, "SELECT pg_sleep(20)", {}, mode, {}, stop.get_token());
     CHECK(refusal_reason(early) == RefusalReason::cancelled);
+    CHECK(expect<rawtool::Refusal>(early).explanation.str().find("before its statement was sent") != std::string::npos);
     CHECK(std::chrono::steady_clock::now() - started < 2s);
-    // A cancel after a call ended, then arm() for the next: the next runs.
-    driver->cancel();
-    driver->arm();
     CHECK(cell(expect<Rows>(run(*driver, "SELECT 3", {}, mode)), 0, 0) == "3");
   }
 }

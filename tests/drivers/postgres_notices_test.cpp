@@ -342,11 +342,12 @@ TEST_CASE("no call's outcome carries notices from an earlier call", "[postgres][
 
     const std::string pid = bytes_of(*expect<Rows>(driver->execute("SELECT pg_backend_pid()", {}, Limits{},
                                                                    AccessMode::read_only)).rows.at(0).at(0));
+    std::stop_source stop;
     auto running = std::async(std::launch::async, [&] {
-      return driver->execute("SELECT drivers_notices_then_sleep()", {}, Limits{}, AccessMode::read_only);
+      return driver->execute("SELECT drivers_notices_then_sleep()", {}, Limits{}, AccessMode::read_only, stop.get_token());
     });
     rawtool::test::wait_until_sleeping(pid);  // its notice is raised before the sleep
-    driver->cancel();
+    stop.request_stop();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
     const auto cancelled = running.get();
     CHECK(refusal_reason(cancelled) == RefusalReason::cancelled);

@@ -46,8 +46,8 @@ using rawtool::test::refusal_reason;
 namespace {
 
 Outcome run(rawtool::Driver& driver, std::string_view sql, const Limits& limits = {},
-            AccessMode mode = AccessMode::read_only) {
-  return driver.execute(sql, {}, limits, mode);
+            AccessMode mode = AccessMode::read_only, std::stop_token stop = {}) {
+  return driver.execute(sql, {}, limits, mode, std::move(stop));
 }
 
 std::string cell(const Rows& rows, std::size_t column = 0) {
@@ -261,10 +261,11 @@ TEST_CASE("through PgBouncer, a cancel ends the running statement on the server 
   // A query (run through a cursor) and a statement run as it is.
   for (const char* sleep : {"SELECT pg_sleep(20)", "DO $$BEGIN PERFORM pg_sleep(20); END$$"}) {
     INFO(sleep);
-    auto running = std::async(std::launch::async, [&] { return run(*driver, sleep); });
+    std::stop_source stop;
+    auto running = std::async(std::launch::async, [&] { return run(*driver, sleep, {}, AccessMode::read_only, stop.get_token()); });
     const std::string backend = sleeping_backend("drivers_pgb_cancel");
     const auto started = std::chrono::steady_clock::now();
-    driver->cancel();
+    stop.request_stop();
     REQUIRE(running.wait_for(5s) == std::future_status::ready);
     CHECK(std::chrono::steady_clock::now() - started < 1s);
     CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
@@ -305,10 +306,11 @@ TEST_CASE("through PgBouncer, a statement that catches its cancel is ended on it
   }
   CHECK(ended_from_outside >= 2);
   // A cancel from the caller ends it the same way.
-  auto running = std::async(std::launch::async, [&] { return run(*driver, swallow); });
+  std::stop_source stop;
+  auto running = std::async(std::launch::async, [&] { return run(*driver, swallow, {}, AccessMode::read_only, stop.get_token()); });
   const std::string backend = sleeping_backend("drivers_pgb_swallow");
   CHECK(backend != bystander.pid());
-  driver->cancel();
+  stop.request_stop();
   REQUIRE(running.wait_for(6s) == std::future_status::ready);
   CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
   CHECK(still_running() == "0");
@@ -329,10 +331,11 @@ TEST_CASE("through PgBouncer, a read-write call that cannot be cancelled ends no
   Bystander bystander(through);
   const std::string swallow = swallowing_block("drivers_pgb_rw_swallow");
   auto driver = rawtool::make_postgres_driver(through + "?application_name=drivers_pgb_rw_swallow");
-  auto running = std::async(std::launch::async, [&] { return run(*driver, swallow, {}, AccessMode::read_write); });
+  std::stop_source stop;
+  auto running = std::async(std::launch::async, [&] { return run(*driver, swallow, {}, AccessMode::read_write, stop.get_token()); });
   const std::string backend = sleeping_backend("drivers_pgb_rw_swallow");
   CHECK(backend != bystander.pid());
-  driver->cancel();
+  stop.request_stop();
   REQUIRE(running.wait_for(10s) == std::future_status::ready);
   CHECK(refusal_reason(running.get()) == RefusalReason::cancelled);
   bystander.check_untouched();

@@ -234,10 +234,12 @@ TEST_CASE("a statement that catches its cancel is ended from a second connection
   CHECK(ended_from_outside >= 2);
   // A cancel from the caller ends it the same way, within a grace of the cancel.
   const std::string pid = cell(driver->execute("SELECT pg_backend_pid()", {}, Limits{}, AccessMode::read_only));
-  auto running = std::async(std::launch::async, [&] { return driver->execute(swallow, {}, Limits{}, AccessMode::read_only); });
+  std::stop_source stop;
+  auto running = std::async(std::launch::async,
+                            [&] { return driver->execute(swallow, {}, Limits{}, AccessMode::read_only, stop.get_token()); });
   rawtool::test::wait_until_sleeping(pid);
   const auto cancelled_at = std::chrono::steady_clock::now();
-  driver->cancel();
+  stop.request_stop();
   REQUIRE(running.wait_for(std::chrono::seconds(6)) == std::future_status::ready);
   CHECK(std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(5));
   CHECK(rawtool::test::refusal_reason(running.get()) == rawtool::RefusalReason::cancelled);

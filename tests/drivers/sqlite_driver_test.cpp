@@ -584,30 +584,29 @@ TEST_CASE("sqlite byte cap withholds a whole row that does not fit and never sho
   CHECK(none.truncation == Truncation::byte_cap);
 }
 
-TEST_CASE("sqlite cancel from another thread stops a running statement", "[sqlite][limits]") {
+TEST_CASE("sqlite a stop from another thread ends a running statement", "[sqlite][limits]") {
   auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
   Limits limits;
   limits.statement_timeout = 20s;
-  auto running = std::async(std::launch::async, [&] {
-    return run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c", limits);
-  });
-  CHECK(refusal_reason(rawtool::test::cancel_until_done(*driver, running)) == RefusalReason::cancelled);
+  const rawtool::Outcome stopped = rawtool::test::stop_while_running(
+      [&](std::stop_token stop) { return driver->execute(runaway, {}, limits, AccessMode::read_only, stop); });
+  CHECK(refusal_reason(stopped) == RefusalReason::cancelled);
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 3")), 0, 0) == "3");
 }
 
-TEST_CASE("sqlite a cancel that lands before the statement starts is kept for it, and arm() forgets an earlier one",
+TEST_CASE("sqlite a stop requested before the call sends nothing, and the next call is not stopped",
           "[sqlite][limits]") {
   auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
   Limits limits;
   limits.statement_timeout = 20s;
-  const std::string endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT count(*) FROM c";
-  driver->arm();
-  driver->cancel();
+  std::stop_source stop;
+  stop.request_stop();
   const auto started = std::chrono::steady_clock::now();
-  CHECK(refusal_reason(run(*driver, endless, limits)) == RefusalReason::cancelled);
+  const rawtool::Outcome early = driver->execute(runaway, {}, limits, AccessMode::read_only, stop.get_token());
+  CHECK(refusal_reason(early) == RefusalReason::cancelled);
+  CHECK(expect<rawtool::Refusal>(early).explanation.str().find("before its statement was sent") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - started < 2s);
-  driver->cancel();  // after the call: forgotten by the next arm()
-  driver->arm();
+  // The stop was that call's: the next call, with a token of its own, runs.
   CHECK(cell(expect<Rows>(run(*driver, "SELECT 4")), 0, 0) == "4");
 }
 
@@ -776,8 +775,9 @@ TEST_CASE("sqlite a timed-out or cancelled statement leaves a next call that wor
   CHECK(cell(expect<Rows>(run(*driver, "SELECT count(*) FROM t")), 0, 0) == "2");
 
   limits.statement_timeout = 20s;
-  auto running = std::async(std::launch::async, [&] { return run(*driver, runaway, limits); });
-  CHECK(refusal_reason(rawtool::test::cancel_until_done(*driver, running)) == RefusalReason::cancelled);
+  CHECK(refusal_reason(rawtool::test::stop_while_running([&](std::stop_token stop) {
+          return driver->execute(runaway, {}, limits, AccessMode::read_only, stop);
+        })) == RefusalReason::cancelled);
   CHECK(nothing_holds_a_lock(scratch.db()));
   {
     Plain writer(scratch.db());
@@ -811,11 +811,11 @@ TEST_CASE("sqlite an interrupted read-write statement leaves nothing of its work
   unchanged();
   // An INSERT that never ends, cancelled.
   limits.statement_timeout = 20s;
-  auto running = std::async(std::launch::async, [&] {
-    return run(*driver, "INSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c",
-               limits, AccessMode::read_write);
-  });
-  CHECK(refusal_reason(rawtool::test::cancel_until_done(*driver, running)) == RefusalReason::cancelled);
+  CHECK(refusal_reason(rawtool::test::stop_while_running([&](std::stop_token stop) {
+          return driver->execute(
+              "INSERT INTO t WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT n FROM c", {}, limits,
+              AccessMode::read_write, stop);
+        })) == RefusalReason::cancelled);
   unchanged();
   // And the connection still writes.
   const Rows written = expect<Rows>(run(*driver, "UPDATE t SET x = 2 WHERE rowid = 1", {}, AccessMode::read_write));

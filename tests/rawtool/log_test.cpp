@@ -36,11 +36,11 @@ class FailingDriver final : public rawtool::Driver {
 public:
   explicit FailingDriver(std::shared_ptr<const rawtool::Failure> failure) : failure_(std::move(failure)) {}
   [[nodiscard]] rawtool::Engine engine() const noexcept override { return rawtool::Engine::postgresql; }
+  using rawtool::Driver::execute;
   rawtool::Outcome execute(std::string_view, std::span<const rawtool::Parameter>, const rawtool::Limits&,
-                           rawtool::AccessMode) override {
+                           rawtool::AccessMode, std::stop_token) override {
     return *failure_;
   }
-  void cancel() noexcept override {}
   std::variant<rawtool::DatabaseReport, rawtool::Unavailable> inspect() override { return rawtool::DatabaseReport{}; }
 
 private:

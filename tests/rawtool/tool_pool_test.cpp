@@ -62,17 +62,22 @@ public:
   explicit ScriptedDriver(Script& script) : script_(script) { ++script_.made; }
   [[nodiscard]] rawtool::Engine engine() const noexcept override { return rawtool::Engine::sqlite; }
 
+  using rawtool::Driver::execute;
   rawtool::Outcome execute(std::string_view, std::span<const rawtool::Parameter>, const rawtool::Limits&,
-                           rawtool::AccessMode) override {
+                           rawtool::AccessMode, std::stop_token stop) override {
     ++script_.executes;
     int now = ++script_.running;
     int most = script_.most_running.load();
     while (now > most && !script_.most_running.compare_exchange_weak(most, now)) {
     }
+    {
+      std::lock_guard lock(script_.mutex);
+      cancelled_ = false;
+    }
+    const std::stop_callback on_stop(stop, [this] { cancel(); });
     bool cancelled = false;
     {
       std::unique_lock lock(script_.mutex);
-      cancelled_ = false;
       if (script_.block) {
         script_.changed.wait(lock, [&] { return script_.released || cancelled_; });
       } else if (script_.work.count() > 0) {
@@ -91,16 +96,17 @@ public:
     return rows;
   }
 
-  void cancel() noexcept override {
+  std::variant<rawtool::DatabaseReport, rawtool::Unavailable> inspect() override { return rawtool::DatabaseReport{}; }
+
+private:
+  // What the call's stop does: counted, and the statement ends.
+  void cancel() noexcept {
     ++script_.cancels;
     std::lock_guard lock(script_.mutex);
     cancelled_ = true;
     script_.changed.notify_all();
   }
 
-  std::variant<rawtool::DatabaseReport, rawtool::Unavailable> inspect() override { return rawtool::DatabaseReport{}; }
-
-private:
   Script& script_;
   bool cancelled_ = false;  // REQUIRES: script_.mutex held
 };

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -154,8 +155,8 @@ struct StatementShape {
 };
 
 /// One connection to one database. A Driver runs one statement at a time
-/// (calls to execute must not overlap); cancel() may be called from any thread
-/// at any time. Connecting is lazy and repeated: a connection that failed or
+/// (calls to execute must not overlap); each call is stopped through its own
+/// stop token. Connecting is lazy and repeated: a connection that failed or
 /// dropped is re-established on the next execute.
 class Driver {
 public:
@@ -221,7 +222,7 @@ public:
   ///     cancel) is ended after the grace: the driver ends its backend from a
   ///     second connection of the same role (pg_terminate_backend), waits for
   ///     this connection to close, and never uses it again; the refusal says
-  ///     whether the end was confirmed. The same holds for a cancel(). That
+  ///     whether the end was confirmed. The same holds for a stop. That
   ///     second connection is opened before any statement and kept in
   ///     reserve, one per database (conninfo and password file) per process,
   ///     shared by its drivers: while it cannot be had (a connection limit is
@@ -246,20 +247,21 @@ public:
   /// a message over 8 MiB closes its connection afterwards, which gives that
   /// buffer back. Failure::rows_before_failure counts the rows a statement
   /// sent before it failed.
+  ///
+  /// Stop: `stop` is the call's one stop signal. A stop requested before
+  /// the statement is sent makes execute return Refusal{cancelled} without
+  /// sending it; one requested while it runs cancels it (on PostgreSQL a
+  /// cancel request, and the statement is ended after the grace if it goes
+  /// on; on SQLite an interrupt), and execute returns Refusal{cancelled}
+  /// unless the statement had already failed. request_stop() may come from
+  /// any thread at any time; the token belongs to this one call, so nothing
+  /// of it reaches the next.
   virtual Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
-                          AccessMode mode) = 0;
-
-  /// Cancels the statement running in execute(), if any; then execute returns
-  /// Refusal{cancelled}. Thread-safe. When nothing runs, the cancel is kept
-  /// for the next execute() (which then returns Refusal{cancelled} without
-  /// running anything) until arm() forgets it.
-  virtual void cancel() noexcept = 0;
-
-  /// Starts a call on this driver: forgets a cancel() that came after the
-  /// previous execute() finished. Called before the caller makes cancel()
-  /// reachable for the new call, so a cancel() that lands before execute()
-  /// has started its statement is not lost. Thread-safe.
-  virtual void arm() noexcept {}
+                          AccessMode mode, std::stop_token stop) = 0;
+  /// execute with no way to stop it but its limits.
+  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode) {
+    return execute(sql, params, limits, mode, std::stop_token{});
+  }
 
   /// Prepares `sql` on the database without running it, as execute would in
   /// `mode`, binding parameters of the kinds in `params` (their kinds choose
@@ -430,7 +432,7 @@ struct SqliteOptions {
 ///
 /// Interruption. After every call the statement is finalized and the
 /// connection is left in autocommit mode, with no transaction open and no
-/// statement pending, whatever stopped the statement (a cancel, the time
+/// statement pending, whatever stopped the statement (a stop, the time
 /// limit, a limit, an error); when a ROLLBACK cannot get it there, the
 /// connection is closed and the next call opens a new one. A write that was
 /// stopped leaves none of its changes.

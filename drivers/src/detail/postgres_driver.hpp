@@ -3,8 +3,9 @@
 // The PostgreSQL driver's class, shared by the files that implement it, one
 // seam each. Private to the driver.
 //
-//   postgres_driver.cpp      the driver's face: cancel() and arm(), the
-//                            read-only audit and reserve gates, inspect()
+//   postgres_driver.cpp      the driver's face: a stop reaching the running
+//                            call, the read-only audit and reserve gates,
+//                            inspect()
 //   postgres_connection.cpp  opening and closing the connection: the libpqxx
 //                            session, the password file, the connect-time
 //                            queries, the session's settings
@@ -54,6 +55,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -95,11 +97,9 @@ public:
 
   [[nodiscard]] Engine engine() const noexcept override { return Engine::postgresql; }
 
-  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits,
-                  AccessMode mode) override;
-
-  void cancel() noexcept override;
-  void arm() noexcept override;
+  using Driver::execute;
+  Outcome execute(std::string_view sql, std::span<const Parameter> params, const Limits& limits, AccessMode mode,
+                  std::stop_token stop) override;
 
   std::variant<StatementShape, Failure, Refusal, Unavailable> describe(std::string_view sql,
                                                                        std::span<const Parameter> params,
@@ -148,6 +148,9 @@ private:
   void discard_copy_out(Call& call);
   /// Asks the server to cancel what the connection runs (see CancelRequests).
   void send_cancel() noexcept;
+  /// What a call's stop does while its statement runs (running_): marks the
+  /// call and sends the server one cancel request. From any thread.
+  void cancel_running() noexcept;
   /// `bounded`: the results are a FETCH of at most max_rows + 1 rows (see
   /// run_read_only), so reaching the row cap needs no cancel, and the end of
   /// the results is the end of the statement's rows only when fewer came.
@@ -268,15 +271,12 @@ private:
   bool direct_ = false;  ///< PQbackendPID is this session's server process (read at connect)
   std::unordered_map<Oid, Untrusted> type_names_;  ///< per connection
 
-  std::mutex cancel_mutex_;  ///< guards canceller_, running_ and cancel_pending_ against cancel()
+  std::mutex cancel_mutex_;  ///< guards canceller_ and running_ against cancel_running()
   /// The connection's cancel key: made at connect, dropped at disconnect.
   std::shared_ptr<PGcancel> canceller_;
-  /// The call that runs its statement now, which cancel() marks; null
+  /// The call that runs its statement now, which its stop marks; null
   /// between calls and once a call's pipeline has ended (see finish).
   Call* running_ = nullptr;
-  /// cancel() came while nothing ran: the next call is refused at once,
-  /// unless arm() forgets it first. Outlives calls by design.
-  bool cancel_pending_ = false;
   /// The cancel requests sent on this connection's behalf. The connection's,
   /// not a call's: a request targets the connection's server process and may
   /// land after the call that sent it has returned, so a call settles every
@@ -352,7 +352,7 @@ struct PostgresDriver::Call {
   Clock::time_point deadline;
   Stop stop = Stop::none;
   bool cancel_sent = false;  ///< a cancel went out for this call (the deadline's or the caller's)
-  /// Set by cancel(), from any thread, while the driver points at this call.
+  /// Set by the call's stop, from any thread, while the driver points at this call.
   std::atomic<bool> cancel_requested{false};
   /// The largest row or error message of the call, in bytes of its fields.
   std::uint64_t largest_message = 0;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,14 +56,12 @@ private:
 /// Thread-safe. Serves one call at a time; once cancelled it stays cancelled.
 class Cancellation {
 public:
-  Cancellation();
   void cancel() noexcept;
   [[nodiscard]] bool cancelled() const noexcept;
 
 private:
   friend class Tool;
-  struct State;
-  std::shared_ptr<State> state_;
+  std::stop_source source_;
 };
 
 /// What one call is doing, for a progress display: the command line's

@@ -20,10 +20,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-/// How often the watch looks at the call: the progress line's refresh, and
-/// the repeat of a cancel that has not reached a statement yet.
+/// How often the watch looks at the call: the progress line's refresh.
 constexpr milliseconds tick{100};
-constexpr milliseconds repeat_cancel{250};
 /// A statement shows a progress line once it has run this long.
 constexpr milliseconds progress_after{1000};
 
@@ -121,7 +119,6 @@ std::optional<int> CallWatch::interrupted_by() const noexcept {
 
 void CallWatch::run() {
   const auto watch_started = Clock::now();
-  Clock::time_point last_cancel{};
   std::string shown;
   while (!stopping_.load()) {
     const timespec wait{0, std::chrono::duration_cast<std::chrono::nanoseconds>(tick).count()};
@@ -137,20 +134,12 @@ void CallWatch::run() {
         ::_exit(interrupted_exit_status(signo));
       }
       signal_.store(signo);
+      // The call's stop: it holds from now on, whatever step the call is at.
       cancellation_.cancel();
-      last_cancel = now;
       if (line_shown_) draw("rawtool: " + command_ + ": cancelling the statement (" + std::string(signal_name(signo)) + ")");
       continue;
     }
-    if (signal_.load() != 0) {
-      // A call that was still connecting when the cancel came is reached once
-      // its statement starts; the driver sends the server one cancel per call.
-      if (now - last_cancel >= repeat_cancel) {
-        cancellation_.cancel();
-        last_cancel = now;
-      }
-      continue;
-    }
+    if (signal_.load() != 0) continue;
     if (!show_progress_ || progress_.phase() != CallProgress::Phase::running) continue;
     const auto started = progress_.started() > watch_started ? progress_.started() : watch_started;
     const auto elapsed = std::chrono::duration_cast<milliseconds>(now - started);

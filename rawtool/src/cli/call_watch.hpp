@@ -28,9 +28,9 @@ namespace rawtool::cli {
 /// One call watched from the command line. While it lives, SIGINT and SIGTERM
 /// are blocked in every thread but its own, which waits for them with
 /// sigtimedwait: no code runs in a signal handler. The first signal cancels
-/// the call (Cancellation::cancel, repeated until the call returns, so that a
-/// call still connecting is reached once its statement starts; the driver
-/// sends the server one cancel and ends a backend that ignores it). A second
+/// the call (Cancellation::cancel: the call's stop, which holds at whatever
+/// step the call is; the driver sends the server one cancel and ends a
+/// backend that ignores it). A second
 /// signal ends the process at once (exit status 128 + the signal), saying so
 /// in one line. When `show_progress`, a line on stderr shows the elapsed time,
 /// the rows read so far and the row cap once the call has run a second, and

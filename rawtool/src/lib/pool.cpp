@@ -35,10 +35,11 @@ ConnectionPool::ConnectionPool(std::size_t capacity, Factory factory)
   idle_.reserve(capacity_);  // release() then never allocates
 }
 
-ConnectionPool::Lease ConnectionPool::acquire(const std::function<bool()>& stop) {
+ConnectionPool::Lease ConnectionPool::acquire(std::stop_token stop) {
   std::unique_lock lock(mutex_);
-  available_.wait(lock, [&] { return stop() || !idle_.empty() || made_ < capacity_; });
-  if (stop()) return {};
+  if (!available_.wait(lock, stop, [&] { return !idle_.empty() || made_ < capacity_; }) || stop.stop_requested()) {
+    return {};
+  }
   if (!idle_.empty()) {
     std::unique_ptr<Driver> driver = std::move(idle_.back());
     idle_.pop_back();
@@ -74,13 +75,6 @@ void ConnectionPool::release(std::unique_ptr<Driver> driver) noexcept {
     idle_.push_back(std::move(driver));
   }
   available_.notify_one();
-}
-
-void ConnectionPool::wake() {
-  // Taking the lock orders this wake after any waiter's check of stop(), so
-  // the notification cannot fall between a check and its sleep.
-  { std::lock_guard lock(mutex_); }
-  available_.notify_all();
 }
 
 std::size_t ConnectionPool::size() const {

@@ -28,30 +28,9 @@
 
 namespace rawtool {
 
-struct Cancellation::State {
-  std::atomic<bool> cancelled{false};
-  std::mutex mutex;
-  /// What cancel() must do for the call in progress: wake its wait for a
-  /// connection, or cancel its driver. REQUIRES: mutex held. Cleared before
-  /// the driver goes back to the pool, so cancel() never reaches a driver that
-  /// another call is using.
-  std::function<void()> interrupt;
-};
+void Cancellation::cancel() noexcept { source_.request_stop(); }
 
-Cancellation::Cancellation() : state_(std::make_shared<State>()) {}
-
-void Cancellation::cancel() noexcept {
-  state_->cancelled.store(true);
-  try {
-    std::lock_guard lock(state_->mutex);
-    if (state_->interrupt) state_->interrupt();
-  } catch (...) {
-    // The flag is set: a call that has not yet started will not run, and a
-    // waiting call sees it on its next wake.
-  }
-}
-
-bool Cancellation::cancelled() const noexcept { return state_->cancelled.load(); }
+bool Cancellation::cancelled() const noexcept { return source_.stop_requested(); }
 
 /// Writes a call's CallProgress: running from construction (with the row cap
 /// of the database chosen), finished at destruction; the driver counts rows
@@ -225,34 +204,6 @@ Trusted format_number(double value, ParameterType type) {
 }  // namespace
 
 struct Tool::Impl {
-  // Sets and clears Cancellation::State::interrupt for one call. Declared after
-  // the call's lease, so it is destroyed first: the interrupt that names the
-  // driver is gone before the driver goes back to the pool.
-  class InterruptScope {
-  public:
-    explicit InterruptScope(Cancellation::State* state) : state_(state) {}
-    InterruptScope(const InterruptScope&) = delete;
-    InterruptScope& operator=(const InterruptScope&) = delete;
-    ~InterruptScope() {
-      if (state_ != nullptr) {
-        std::lock_guard lock(state_->mutex);
-        state_->interrupt = nullptr;
-      }
-    }
-    /// Installs `interrupt` unless the call is already cancelled; false then.
-    bool install(std::function<void()> interrupt) {
-      if (state_ == nullptr) return true;
-      std::lock_guard lock(state_->mutex);
-      if (state_->cancelled.load()) return false;
-      state_->interrupt = std::move(interrupt);
-      return true;
-    }
-    [[nodiscard]] bool cancelled() const noexcept { return state_ != nullptr && state_->cancelled.load(); }
-
-  private:
-    Cancellation::State* state_;
-  };
-
   Config config;
   Catalog catalog;
   std::vector<ResolvedQuery> queries;  ///< catalog.queries resolved against config.databases
@@ -324,18 +275,16 @@ struct Tool::Impl {
 
   Execution execute(const Database& db, std::string_view sql, std::span<const Parameter> params, AccessMode mode,
                     Cancellation* cancellation, const detail::CallProgressWriter& progress) const {
-    Cancellation::State* state = cancellation != nullptr ? cancellation->state_.get() : nullptr;
-    if (state != nullptr && state->cancelled.load()) {
+    // The call's one stop signal: it ends the wait for a connection, and the
+    // driver's statement once it runs.
+    const std::stop_token stop = cancellation != nullptr ? cancellation->source_.get_token() : std::stop_token{};
+    if (stop.stop_requested()) {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
     }
     detail::ConnectionPool& pool = *db.pool;
     detail::ConnectionPool::Lease lease;
-    InterruptScope scope(state);  // after `lease`: destroyed before it
-    if (!scope.install([&pool] { pool.wake(); })) {
-      return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
-    }
     try {
-      lease = pool.acquire([&scope] { return scope.cancelled(); });
+      lease = pool.acquire(stop);
     } catch (const std::exception& e) {
       // No driver could be made: reported like a connection that failed, its
       // words for the log under the reply's reference.
@@ -345,10 +294,6 @@ struct Tool::Impl {
       return {Refusal{RefusalReason::cancelled, "The call was cancelled while it waited for a connection."}, {}};
     }
     Driver* driver = lease.get();
-    driver->arm();  // a cancel from here on reaches this call, even before its statement starts
-    if (!scope.install([driver] { driver->cancel(); })) {
-      return {Refusal{RefusalReason::cancelled, "The call was cancelled before it ran."}, {}};
-    }
     auto start = std::chrono::steady_clock::now();
     Outcome outcome;
     struct RowReport {
@@ -357,7 +302,7 @@ struct Tool::Impl {
     } row_report{driver};
     driver->report_rows_to(progress.rows());
     try {
-      outcome = driver->execute(sql, params, db.config.limits, mode);
+      outcome = driver->execute(sql, params, db.config.limits, mode, stop);
     } catch (const std::exception& e) {
       // A driver never throws for what a database or a caller can cause; this
       // is a broken invariant, reported as such, its text kept for the log only.
@@ -440,7 +385,7 @@ std::vector<DatabaseCheck> Tool::inspect_databases() {
     check.engine = db.engine;
     check.access = db.config.access;
     try {
-      detail::ConnectionPool::Lease lease = db.pool->acquire([] { return false; });
+      detail::ConnectionPool::Lease lease = db.pool->acquire();
       auto inspected = lease.get()->inspect();
       if (auto* report = std::get_if<DatabaseReport>(&inspected)) {
         check.report = std::move(*report);
@@ -521,7 +466,7 @@ std::vector<CatalogQueryProblem> Tool::check_catalog_queries() {
 
     std::variant<StatementShape, Failure, Refusal, Unavailable> described = Unavailable{};
     try {
-      detail::ConnectionPool::Lease lease = db->pool->acquire([] { return false; });
+      detail::ConnectionPool::Lease lease = db->pool->acquire();
       described = lease.get()->describe(query.sql, kinds, mode);
     } catch (const std::exception& e) {
       described = Unavailable{exception_text(e)};

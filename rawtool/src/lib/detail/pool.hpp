@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <vector>
 
 namespace rawtool::detail {
@@ -50,14 +51,10 @@ public:
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  /// Waits until a driver is idle or one more may be made, or until `stop()`
-  /// returns true (checked on every wake; see wake()). Returns an empty lease
-  /// when stopped. Propagates the factory's exceptions (the slot is freed).
-  /// `stop` must not take locks that are held while calling wake().
-  Lease acquire(const std::function<bool()>& stop);
-
-  /// Wakes every waiter so that it checks its `stop` again.
-  void wake();
+  /// Waits until a driver is idle or one more may be made, or until `stop`
+  /// is requested, which wakes the wait at once. Returns an empty lease when
+  /// stopped. Propagates the factory's exceptions (the slot is freed).
+  Lease acquire(std::stop_token stop = {});
 
   /// Drivers made and not destroyed (idle or leased).
   [[nodiscard]] std::size_t size() const;
@@ -68,7 +65,7 @@ private:
   const std::size_t capacity_;
   Factory factory_;
   mutable std::mutex mutex_;
-  std::condition_variable available_;
+  std::condition_variable_any available_;  ///< _any: its wait takes the caller's stop token
   std::vector<std::unique_ptr<Driver>> idle_;  // REQUIRES: mutex_ held
   std::size_t made_ = 0;                       // REQUIRES: mutex_ held
 };
