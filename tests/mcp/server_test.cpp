@@ -265,7 +265,19 @@ TEST_CASE("end of input lets accepted calls finish within the grace, and they ar
   harness.call(1, "slow");
   REQUIRE(harness.backend.wait_running(1));
   harness.close_input();
-  std::this_thread::sleep_for(100ms);
+  // Released once the server has seen the end of input with the call in flight.
+  const auto draining = [&harness] {
+    for (const json& record : harness.log.records()) {
+      if (record["event"] == "draining") return record["detail"].get<std::string>();
+    }
+    return std::string();
+  };
+  const auto seen_by = std::chrono::steady_clock::now() + 5s;
+  while (draining().empty()) {
+    REQUIRE(std::chrono::steady_clock::now() < seen_by);
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(draining() == "end of input; waiting up to 5000 ms for 1 tool call in flight, then cancelling what still runs");
   harness.backend.release();
   const auto answer = harness.read(3s);
   REQUIRE(answer.has_value());

@@ -207,20 +207,37 @@ TEST_CASE("a call waiting for a connection can be cancelled without disturbing t
   std::thread holder([&] { first = t.tool->raw("SELECT 1"); });
   REQUIRE(t.script.wait_running(1));
 
-  rawtool::Cancellation cancellation;
-  rawtool::CallOptions options;
-  options.cancellation = &cancellation;
-  rawtool::Reply second;
-  std::atomic<bool> second_done{false};
-  std::thread waiter([&] {
-    second = t.tool->raw("SELECT 1", options);
-    second_done = true;
-  });
-  std::this_thread::sleep_for(50ms);
-  CHECK_FALSE(second_done.load());  // it waits: the only driver is busy
-  cancellation.cancel();
-  waiter.join();
-  CHECK(second.structured()["reason"] == "cancelled");
+  // The second call waits for the only driver, which the first holds; its
+  // stop ends that wait. Stopped once the call is seen to have started (its
+  // progress says running); a stop that still came before it reached the
+  // pool (its refusal says so) is tried again on a new call.
+  for (int attempt = 0;; ++attempt) {
+    REQUIRE(attempt < 20);
+    rawtool::Cancellation cancellation;
+    rawtool::CallProgress progress;
+    rawtool::CallOptions options;
+    options.cancellation = &cancellation;
+    options.progress = &progress;
+    rawtool::Reply second;
+    std::atomic<bool> second_done{false};
+    std::thread waiter([&] {
+      second = t.tool->raw("SELECT 1", options);
+      second_done = true;
+    });
+    const auto started_by = std::chrono::steady_clock::now() + 10s;
+    while (progress.phase() == rawtool::CallProgress::Phase::idle) {
+      REQUIRE(std::chrono::steady_clock::now() < started_by);
+      std::this_thread::yield();
+    }
+    CHECK_FALSE(second_done.load());  // the only driver is busy: it cannot have run
+    cancellation.cancel();
+    waiter.join();
+    CHECK(second.structured()["reason"] == "cancelled");
+    const std::string explanation = second.structured()["explanation"].get<std::string>();
+    if (explanation.find("before it ran") != std::string::npos) continue;
+    CHECK(explanation == "The call was cancelled while it waited for a connection.");
+    break;
+  }
   CHECK(t.script.cancels == 0);  // the running statement was not touched
   t.script.release();
   holder.join();

@@ -240,6 +240,11 @@ std::string Dispatcher::answer(Call& call, const ProgressSink& progress) {
   return render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
 }
 
+std::size_t Dispatcher::calls_in_flight() const {
+  std::lock_guard lock(calls_mutex_);
+  return calls_.size();
+}
+
 void Dispatcher::close(std::chrono::milliseconds grace) {
   std::vector<std::shared_ptr<Call>> to_cancel;
   std::vector<std::shared_ptr<Call>> dropped;  // released after the lock

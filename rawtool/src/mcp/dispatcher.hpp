@@ -28,7 +28,7 @@
 
 namespace rawtool::mcp::detail {
 
-/// Writes one of the server's own events (serving, stopped, ignored,
+/// Writes one of the server's own events (serving, draining, stopped, ignored,
 /// output_closed, internal_error) to the operator log, component "mcp".
 /// `detail` is rawtool's own words, never the client's or the database's.
 void log_event(const rawtool::OperatorLog& log, LogLevel level, std::string_view event,
@@ -99,6 +99,9 @@ public:
   /// more. A tool call handled afterwards is refused.
   void close(std::chrono::milliseconds grace);
 
+  /// Tool calls accepted and not yet answered or dropped (running or waiting).
+  [[nodiscard]] std::size_t calls_in_flight() const;
+
   /// Takes the session as initialized with `protocol_version`, without an
   /// initialize: a stateless transport's session of one request.
   void assume_initialized(std::string protocol_version);
@@ -122,7 +125,7 @@ private:
   std::mutex session_mutex_;
   Session session_;  // guarded by session_mutex_
 
-  std::mutex calls_mutex_;
+  mutable std::mutex calls_mutex_;
   std::condition_variable call_ended_;                          // a call left calls_
   std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // waiting or running, by id_key; guarded by calls_mutex_
   bool closed_ = false;                                           // guarded by calls_mutex_

@@ -8,6 +8,8 @@
 
 #include <rawtool/render/json.hpp>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <csignal>
 #include <memory>
@@ -102,6 +104,12 @@ void serve_lines(Backend& backend, const ServerDescription& description, int in_
       continue;
     }
     session.handle(std::get<json>(message), output);
+  }
+  if (const std::size_t in_flight = session.calls_in_flight(); in_flight != 0) {
+    // Why the process does not exit at once: the operator sees what it waits for.
+    log_event(log, LogLevel::info, "draining",
+              fmt::format("end of input; waiting up to {} ms for {} tool call{} in flight, then cancelling what still runs",
+                          limits.end_of_input_grace.count(), in_flight, in_flight == 1 ? "" : "s"));
   }
   session.close(limits.end_of_input_grace);
 }
