@@ -76,12 +76,14 @@ bool present(const Backend& b) {
 }
 
 /// Waits (up to 20 s, then fails) for the role's backend with `application_name`
-/// that runs a statement matching `pattern`.
-Backend running_backend(const TestRole& role, const std::string& application_name, const std::string& pattern) {
+/// that is active and meets `condition` (SQL over pg_stat_activity): one that
+/// marks the caller's statement, not the connect-time queries, which run
+/// before rawtool has recorded its backend.
+Backend running_backend(const TestRole& role, const std::string& application_name, const std::string& condition) {
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   for (;;) {
-    const std::string where = fmt::format("usename = '{}' AND application_name = '{}' AND state = 'active' AND query LIKE '{}'",
-                                          role.name, application_name, pattern);
+    const std::string where = fmt::format("usename = '{}' AND application_name = '{}' AND state = 'active' AND {}",
+                                          role.name, application_name, condition);
     const std::string pid = pg_admin("SELECT coalesce(max(pid)::text, '') FROM pg_stat_activity WHERE " + where);
     if (!pid.empty()) return {pid, pg_admin("SELECT backend_start::text FROM pg_stat_activity WHERE pid = " + pid)};
     REQUIRE(std::chrono::steady_clock::now() < deadline);
@@ -140,11 +142,11 @@ TEST_CASE("the next rawtool with the same configuration ends what a SIGKILLed on
   // A second live rawtool with the same configuration, in the middle of a call.
   RunningRawtool live({"query", "--config", config, "SELECT pg_sleep(120) AS live_rawtool"},
                       env_for(folder, runtime, tag + "_live"));
-  const Backend live_backend = running_backend(role, tag + "_live", "%");
+  const Backend live_backend = running_backend(role, tag + "_live", "wait_event = 'PgSleep'");
 
   // The rawtool that is killed while its hostile statement runs.
   RunningRawtool killed({"query", "--config", config, std::string(swallowing_block)}, env_for(folder, runtime, tag + "_killed"));
-  const Backend orphan = running_backend(role, tag + "_killed", "%query_canceled%");
+  const Backend orphan = running_backend(role, tag + "_killed", "query LIKE '%query_canceled%'");
   killed.signal(SIGKILL);
   const auto killed_result = killed.finish(30s);
   REQUIRE(killed_result.term_signal == SIGKILL);
@@ -187,7 +189,7 @@ TEST_CASE("a backend whose pid matches a record but whose start does not is not 
 
   // The record a rawtool killed mid-call leaves, with its line changed to name the bystander.
   RunningRawtool killed({"query", "--config", config, "SELECT pg_sleep(120) AS keyed"}, env_for(folder, runtime, role.name + "_key"));
-  const Backend sleeping = running_backend(role, role.name + "_key", "%");
+  const Backend sleeping = running_backend(role, role.name + "_key", "wait_event = 'PgSleep'");
   killed.signal(SIGKILL);
   killed.finish(30s);
   pg_admin("SELECT pg_terminate_backend(" + sleeping.pid + ")");

@@ -1,6 +1,8 @@
 # Installs the development component into a fresh prefix, then builds and
-# runs a consumer against it twice: with find_package(rawtool), and with
-# pkg-config's rawtool.pc. Arguments: -DBINARY_DIR= -DSOURCE_DIR= -DWORK_DIR=
+# runs the consumers against it the way MODE says: with find_package(rawtool)
+# (MODE cmake) or with pkg-config's rawtool.pc (MODE pkg-config). Two ctest
+# entries, one per MODE, each with a WORK_DIR of its own, so that they run
+# side by side. Arguments: -DMODE= -DBINARY_DIR= -DSOURCE_DIR= -DWORK_DIR=
 #   -DCXX= -DGENERATOR= [-DSANITIZE=address,undefined]
 # A sanitized build installs sanitized static libraries, and a program linking
 # them needs the same sanitizers: SANITIZE passes them to the consumer.
@@ -32,33 +34,39 @@ if(EXISTS "${prefix}/include/rawtool/detail" OR EXISTS "${prefix}/include/detail
   message(FATAL_ERROR "a private detail header was installed")
 endif()
 
-# find_package(rawtool), as a CMake gateway would.
-run_step("configure the consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/rawtool/consumer" -B "${WORK_DIR}/cmake-build"
-         -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix}
-         "-DCMAKE_CXX_FLAGS=${sanitize_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${sanitize_flags}")
-run_step("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/cmake-build")
-run_step("run the consumer" "${WORK_DIR}/cmake-build/rawtool_consumer")
-if(NOT step_output MATCHES "row 1: ")
-  message(FATAL_ERROR "the consumer's reply has no row line:\n${step_output}")
-endif()
-run_step("run the MCP consumer" "${WORK_DIR}/cmake-build/rawtool_mcp_consumer")
+if(MODE STREQUAL "cmake")
+  # find_package(rawtool), as a CMake gateway would.
+  run_step("configure the consumer" ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/rawtool/consumer" -B "${WORK_DIR}/cmake-build"
+           -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix}
+           "-DCMAKE_CXX_FLAGS=${sanitize_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${sanitize_flags}")
+  run_step("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/cmake-build")
+  run_step("run the consumer" "${WORK_DIR}/cmake-build/rawtool_consumer")
+  if(NOT step_output MATCHES "row 1: ")
+    message(FATAL_ERROR "the consumer's reply has no row line:\n${step_output}")
+  endif()
+  run_step("run the MCP consumer" "${WORK_DIR}/cmake-build/rawtool_mcp_consumer")
 
-# pkg-config, as a gateway with its own build system would.
-file(GLOB_RECURSE pc_files "${prefix}/*/rawtool.pc")
-list(LENGTH pc_files pc_count)
-if(NOT pc_count EQUAL 1)
-  message(FATAL_ERROR "expected one installed rawtool.pc, found: ${pc_files}")
+elseif(MODE STREQUAL "pkg-config")
+  # pkg-config, as a gateway with its own build system would.
+  file(GLOB_RECURSE pc_files "${prefix}/*/rawtool.pc")
+  list(LENGTH pc_files pc_count)
+  if(NOT pc_count EQUAL 1)
+    message(FATAL_ERROR "expected one installed rawtool.pc, found: ${pc_files}")
+  endif()
+  get_filename_component(pc_dir "${pc_files}" DIRECTORY)
+  set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+  find_program(PKG_CONFIG pkg-config REQUIRED)
+  run_step("pkg-config" ${PKG_CONFIG} --cflags --libs rawtool)
+  string(STRIP "${step_output}" flags)
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  run_step("compile with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/main.cpp"
+           -o "${WORK_DIR}/pkg-config-consumer" ${flags} ${sanitize_flags})
+  run_step("run the pkg-config consumer" "${WORK_DIR}/pkg-config-consumer")
+  run_step("compile the MCP consumer with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/mcp_main.cpp"
+           -o "${WORK_DIR}/pkg-config-mcp-consumer" ${flags} ${sanitize_flags})
+  run_step("run the pkg-config MCP consumer" "${WORK_DIR}/pkg-config-mcp-consumer")
+
+else()
+  message(FATAL_ERROR "MODE must be cmake or pkg-config, not '${MODE}'")
 endif()
-get_filename_component(pc_dir "${pc_files}" DIRECTORY)
-set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
-find_program(PKG_CONFIG pkg-config REQUIRED)
-run_step("pkg-config" ${PKG_CONFIG} --cflags --libs rawtool)
-string(STRIP "${step_output}" flags)
-separate_arguments(flags UNIX_COMMAND "${flags}")
-run_step("compile with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/main.cpp"
-         -o "${WORK_DIR}/pkg-config-consumer" ${flags} ${sanitize_flags})
-run_step("run the pkg-config consumer" "${WORK_DIR}/pkg-config-consumer")
-run_step("compile the MCP consumer with pkg-config" ${CXX} -std=c++20 "${SOURCE_DIR}/tests/rawtool/consumer/mcp_main.cpp"
-         -o "${WORK_DIR}/pkg-config-mcp-consumer" ${flags} ${sanitize_flags})
-run_step("run the pkg-config MCP consumer" "${WORK_DIR}/pkg-config-mcp-consumer")
 file(REMOVE_RECURSE "${WORK_DIR}")
