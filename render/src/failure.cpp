@@ -28,21 +28,33 @@ using detail::Field;
 using detail::append_field;
 using detail::notice_fields;
 
+// A prose field of the failure, with the name a driver gives it when the
+// engine sent it empty.
+struct ProseField {
+  std::string_view label;
+  std::string_view member;
+  const Untrusted* value;
+  FailureField field;
+};
+
 // The failure's own untrusted prose fields, in the order they are shown.
-std::array<Field, 10> prose_fields(const Failure& f) {
+std::array<ProseField, 10> prose_fields(const Failure& f) {
   return {{
-      {"message", "message", &f.message},
-      {"detail", "detail", &f.detail},
-      {"hint", "hint", &f.hint},
-      {"context", "context", &f.context},
-      {"internal query", "internal_query", &f.internal_query},
-      {"schema", "schema", &f.schema},
-      {"table", "table", &f.table},
-      {"column", "column", &f.column},
-      {"datatype", "datatype", &f.datatype},
-      {"constraint", "constraint", &f.constraint},
+      {"message", "message", &f.message, FailureField::message},
+      {"detail", "detail", &f.detail, FailureField::detail},
+      {"hint", "hint", &f.hint, FailureField::hint},
+      {"context", "context", &f.context, FailureField::context},
+      {"internal query", "internal_query", &f.internal_query, FailureField::internal_query},
+      {"schema", "schema", &f.schema, FailureField::schema},
+      {"table", "table", &f.table, FailureField::table},
+      {"column", "column", &f.column, FailureField::column},
+      {"datatype", "datatype", &f.datatype, FailureField::datatype},
+      {"constraint", "constraint", &f.constraint, FailureField::constraint},
   }};
 }
+
+// Whether the engine sent `field` with no text, rather than not at all.
+bool sent_empty(const Failure& f, FailureField field) { return std::find(f.sent_empty.begin(), f.sent_empty.end(), field) != f.sent_empty.end(); }
 
 // Why a header field cannot be shown, in the tool's own words; empty when all pass.
 std::string header_problem(const Failure& f) {
@@ -200,8 +212,16 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   };
 
   std::string own;
-  for (const auto& field : prose_fields(f))
-    if (!field.value->empty()) append_field(own, field.label, *field.value, options);
+  for (const auto& field : prose_fields(f)) {
+    if (!field.value->empty()) {
+      append_field(own, field.label, *field.value, options);
+    } else if (sent_empty(f, field.field)) {
+      own += field.label;
+      own += ":\n";
+      own += contract::sent_empty_marker;
+      own += '\n';
+    }
+  }
   std::string statement;
   if (options.show_statement && !f.statement.empty()) append_field(statement, "statement", f.statement, options);
   const std::string end = contract::end_marker(contract::database_reply_block, nonce);
@@ -260,7 +280,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   };
   nlohmann::json untrusted = nlohmann::json::object();
   for (const auto& field : prose_fields(f))
-    if (!field.value->empty()) untrusted[std::string(field.member)] = to_json(*field.value);
+    if (!field.value->empty() || sent_empty(f, field.field)) untrusted[std::string(field.member)] = to_json(*field.value);
   if (options.show_statement && !f.statement.empty()) untrusted["statement"] = to_json(f.statement);
   untrusted["notices"] = detail::notices_json(f.notices, shown);
   s["untrusted"] = std::move(untrusted);

@@ -8,6 +8,7 @@
 #include "fixture.hpp"
 #include "oracle.hpp"
 
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/json.hpp>
 #include <rawtool/tool.hpp>
 
@@ -208,6 +209,32 @@ TEST_CASE("a failure after 400 notices on PostgreSQL shows its message and count
       CHECK(contains(reply.text(), "\nrawtool: left out: " + std::to_string(not_shown) + " more notices not shown: "));
     }
   }
+}
+
+TEST_CASE("a field PostgreSQL sent empty is shown as present and empty on both halves, apart from a field not sent",
+          "[tool][postgres][raw]") {
+  auto u = urls();
+  if (!u) return;
+  PostgresSetup pg(u->admin, u->reader, "[]");
+  rawtool::Reply reply = pg.tool->raw("DO $$ BEGIN RAISE EXCEPTION '' USING DETAIL = ''; END $$");
+  INFO(reply.text());
+  REQUIRE(reply.is_error());
+  REQUIRE(reply.structured()["kind"] == "raw_failure");
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  const std::string marker(rawtool::render::contract::sent_empty_marker);
+  CHECK(contains(reply.text(), "\nmessage:\n" + marker + "\n"));
+  CHECK(contains(reply.text(), "\ndetail:\n" + marker + "\n"));
+  CHECK_FALSE(contains(reply.text(), "\nhint:\n"));
+  const auto fields = rawtool::test::quoted_fields(reply.text());
+  REQUIRE(fields.size() >= 3);
+  CHECK(fields[0] == std::pair<std::string, std::string>{"message", ""});
+  CHECK(fields[1] == std::pair<std::string, std::string>{"detail", ""});
+  CHECK(fields[2].first == "context");
+  const nlohmann::json& untrusted = reply.structured()["untrusted"];
+  CHECK(untrusted["message"] == "");
+  CHECK(untrusted["detail"] == "");
+  CHECK_FALSE(untrusted.contains("hint"));
+  CHECK_FALSE(untrusted.contains("table"));
 }
 
 TEST_CASE("a notice raised by a statement that succeeds is shown beside its rows on the raw and the certified path",

@@ -1,4 +1,5 @@
 #include <rawtool/render/failure.hpp>
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/json.hpp>
 
 #include "digest.hpp"
@@ -8,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <vector>
 #include <string>
 
 using namespace std::string_literals;
@@ -492,4 +494,60 @@ TEST_CASE("however large and hostile every field and however many notices, a fai
     CHECK(record["statement"]["truncated"] == true);
     CHECK(record["notices"][3]["context"]["bytes"] == filler->size());
   }
+}
+
+TEST_CASE("a field the engine sent empty is shown as present and empty, apart from a field it did not send", "[render][failure]") {
+  struct Named {
+    rawtool::FailureField field;
+    Untrusted Failure::*member;
+    std::string label;
+    std::string json_member;
+  };
+  const Named all[] = {
+      {rawtool::FailureField::message, &Failure::message, "message", "message"},
+      {rawtool::FailureField::detail, &Failure::detail, "detail", "detail"},
+      {rawtool::FailureField::hint, &Failure::hint, "hint", "hint"},
+      {rawtool::FailureField::context, &Failure::context, "context", "context"},
+      {rawtool::FailureField::internal_query, &Failure::internal_query, "internal query", "internal_query"},
+      {rawtool::FailureField::schema, &Failure::schema, "schema", "schema"},
+      {rawtool::FailureField::table, &Failure::table, "table", "table"},
+      {rawtool::FailureField::column, &Failure::column, "column", "column"},
+      {rawtool::FailureField::datatype, &Failure::datatype, "datatype", "datatype"},
+      {rawtool::FailureField::constraint, &Failure::constraint, "constraint", "constraint"},
+  };
+  for (const auto& sent : all) {
+    for (const Engine engine : {Engine::postgresql, Engine::sqlite}) {
+      INFO(sent.label << " on " << rawtool::engine_name(engine));
+      Failure f;
+      f.engine = engine;
+      if (sent.field != rawtool::FailureField::message) f.message = Untrusted("a message with text"s);
+      f.sent_empty = {sent.field};
+      const auto r = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+      REQUIRE_FALSE(r.refused());
+      INFO(r.text());
+      CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+      // Text: the label, then rawtool's explicit empty marker where a quote would be.
+      CHECK(r.text().find("\n" + sent.label + ":\n" + std::string(rawtool::render::contract::sent_empty_marker) + "\n") != std::string::npos);
+      const auto fields = rawtool::test::quoted_fields(r.text());
+      std::size_t empty_fields = 0;
+      for (const auto& [label, value] : fields) {
+        if (label == sent.label) CHECK(value.empty());
+        if (value.empty()) ++empty_fields;
+      }
+      CHECK(empty_fields == 1);
+      CHECK(fields.size() == (sent.field == rawtool::FailureField::message ? 1U : 2U));
+      // JSON: "" for the field sent empty; a field not sent has no member.
+      const nlohmann::json& untrusted = r.structured()["untrusted"];
+      REQUIRE(untrusted.contains(sent.json_member));
+      CHECK(untrusted[sent.json_member] == "");
+      for (const auto& other : all)
+        if (other.field != sent.field && other.field != rawtool::FailureField::message) CHECK_FALSE(untrusted.contains(other.json_member));
+    }
+  }
+  // A field sent empty and also holding text (a driver's mistake) shows its text once.
+  Failure f;
+  f.message = Untrusted("text"s);
+  f.sent_empty = {rawtool::FailureField::message};
+  const auto fields = rawtool::test::quoted_fields(rawtool::render::render_failure(f, raw_provenance(), RenderOptions{}).text());
+  CHECK(fields == std::vector<std::pair<std::string, std::string>>{{"message", "text"}});
 }

@@ -13,7 +13,10 @@ namespace rawtool::render {
 /// (path, driver, grammar-checked SQLSTATE or SQLite extended code with its
 /// condition name, severity); the boundary notice; an opening marker with a
 /// fresh random nonce; each non-empty untrusted field under a label the
-/// renderer writes, quoted per line with "> "; the closing marker.
+/// renderer writes, quoted per line with "> ", and each field the engine sent
+/// empty (Failure::sent_empty) under its label with contract::sent_empty_marker
+/// in place of the quote ("" on the structured surface; a field not sent has
+/// neither label nor member); the closing marker.
 ///
 /// Rows the statement sent before it failed are counted in the header
 /// (`rows_before_failure=N`) and in a line of rawtool's own, never shown.
