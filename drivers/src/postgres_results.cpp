@@ -214,6 +214,26 @@ bool PostgresDriver::read_commit(Call& call, Outcome& outcome) {
   return false;
 }
 
+namespace {
+
+// libpq gives NULL for a field the server did not send and "" for one it sent
+// with no text; the empty ones are named so that they are shown as present.
+void note_sent_empty(const PGresult* result, Failure& failure) {
+  constexpr std::pair<int, FailureField> prose[] = {
+      {PG_DIAG_MESSAGE_PRIMARY, FailureField::message},       {PG_DIAG_MESSAGE_DETAIL, FailureField::detail},
+      {PG_DIAG_MESSAGE_HINT, FailureField::hint},             {PG_DIAG_CONTEXT, FailureField::context},
+      {PG_DIAG_INTERNAL_QUERY, FailureField::internal_query}, {PG_DIAG_SCHEMA_NAME, FailureField::schema},
+      {PG_DIAG_TABLE_NAME, FailureField::table},              {PG_DIAG_COLUMN_NAME, FailureField::column},
+      {PG_DIAG_DATATYPE_NAME, FailureField::datatype},        {PG_DIAG_CONSTRAINT_NAME, FailureField::constraint},
+  };
+  for (const auto& [code, field] : prose) {
+    const char* text = PQresultErrorField(result, code);
+    if (text != nullptr && *text == '\0') failure.sent_empty.push_back(field);
+  }
+}
+
+}  // namespace
+
 Failure failure_of(const PGresult* result, const Limits& limits, std::uint64_t rows_before_failure,
                    std::uint64_t& fields_bytes) {
   Failure failure;
@@ -238,6 +258,7 @@ Failure failure_of(const PGresult* result, const Limits& limits, std::uint64_t r
   fields_bytes = total;
   if (total <= limits.max_bytes) {
     for (const auto& [code, member] : fields) failure.*member = error_field(result, code);
+    note_sent_empty(result, failure);
     return failure;
   }
   // Too large to keep: hashed where libpq holds it, and only a prefix of each

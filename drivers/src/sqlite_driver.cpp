@@ -818,6 +818,8 @@ Failure detail::sqlite_failure(sqlite3* db) {
   failure.engine = Engine::sqlite;
   failure.sqlite_code = sqlite3_extended_errcode(db);
   failure.message = owned_text(sqlite3_errmsg(db));
+  // SQLite always has a message; an empty one was sent so (RAISE(ABORT, '')).
+  if (failure.message.empty()) failure.sent_empty.push_back(FailureField::message);
   const int offset = sqlite3_error_offset(db);
   if (offset >= 0) failure.position = offset;
   return failure;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <vector>
 
 namespace rawtool::render {
 
@@ -27,21 +28,33 @@ using detail::Field;
 using detail::append_field;
 using detail::notice_fields;
 
+// A prose field of the failure, with the name a driver gives it when the
+// engine sent it empty.
+struct ProseField {
+  std::string_view label;
+  std::string_view member;
+  const Untrusted* value;
+  FailureField field;
+};
+
 // The failure's own untrusted prose fields, in the order they are shown.
-std::array<Field, 10> prose_fields(const Failure& f) {
+std::array<ProseField, 10> prose_fields(const Failure& f) {
   return {{
-      {"message", "message", &f.message},
-      {"detail", "detail", &f.detail},
-      {"hint", "hint", &f.hint},
-      {"context", "context", &f.context},
-      {"internal query", "internal_query", &f.internal_query},
-      {"schema", "schema", &f.schema},
-      {"table", "table", &f.table},
-      {"column", "column", &f.column},
-      {"datatype", "datatype", &f.datatype},
-      {"constraint", "constraint", &f.constraint},
+      {"message", "message", &f.message, FailureField::message},
+      {"detail", "detail", &f.detail, FailureField::detail},
+      {"hint", "hint", &f.hint, FailureField::hint},
+      {"context", "context", &f.context, FailureField::context},
+      {"internal query", "internal_query", &f.internal_query, FailureField::internal_query},
+      {"schema", "schema", &f.schema, FailureField::schema},
+      {"table", "table", &f.table, FailureField::table},
+      {"column", "column", &f.column, FailureField::column},
+      {"datatype", "datatype", &f.datatype, FailureField::datatype},
+      {"constraint", "constraint", &f.constraint, FailureField::constraint},
   }};
 }
+
+// Whether the engine sent `field` with no text, rather than not at all.
+bool sent_empty(const Failure& f, FailureField field) { return std::find(f.sent_empty.begin(), f.sent_empty.end(), field) != f.sent_empty.end(); }
 
 // Why a header field cannot be shown, in the tool's own words; empty when all pass.
 std::string header_problem(const Failure& f) {
@@ -77,6 +90,16 @@ std::size_t shown_untrusted_bytes(const Failure& f, const RenderOptions& options
     for (const auto& field : prose_fields(f)) total += field.value->size();
   }
   total += detail::notice_bytes(f.notices);
+  if (options.show_statement) total += f.statement.size();
+  return total;
+}
+
+// Bytes of the failure's own text a rendering shows: its prose fields and,
+// when asked, the statement. Notices are not among them: they give way to the
+// failure's own fields within the render budget.
+std::size_t own_untrusted_bytes(const Failure& f, const RenderOptions& options) {
+  std::size_t total = 0;
+  for (const auto& field : prose_fields(f)) total += field.value->size();
   if (options.show_statement) total += f.statement.size();
   return total;
 }
@@ -146,44 +169,92 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
                               "shorten replies",
                               f.withheld->bytes),
                   std::nullopt);
-  // Escaping never shortens: when the shown bytes alone pass the budget, the
-  // rendering would too, and rendering it would only cost time and memory.
-  if (shown_untrusted_bytes(f, options) > options.budget)
+  // Escaping never shortens: when the failure's own bytes alone pass the
+  // budget, the rendering would too, and rendering it would only cost time and
+  // memory. Notices do not count here: they give way to the failure's own
+  // fields, and those past the budget are counted instead of shown.
+  if (own_untrusted_bytes(f, options) > options.budget)
     return refuse(f, provenance, options, RefusalReason::render_budget,
                   fmt::format("the reply's text alone is over the render budget of {} bytes, and rawtool does not shorten replies", options.budget),
                   std::nullopt);
 
   const std::string nonce = detail::fresh_nonce();
+  const std::string_view code = bytes(f.sqlstate);
+  // The lines rawtool writes before the untrusted block, with `not_shown`
+  // notices left out for the budget.
+  const auto head = [&](std::size_t not_shown) {
+    std::string h = fmt::format("{}raw query failed; engine={}; database={}", contract::own_prefix, engine_name(f.engine), provenance.database_label.str());
+    if (!code.empty()) h += fmt::format("; sqlstate={}", sqlstate_text(code));
+    if (f.sqlite_code) h += fmt::format("; sqlite_code={} ({})", *f.sqlite_code, detail::sqlite_code_name(*f.sqlite_code));
+    if (!f.severity.empty()) h += fmt::format("; severity={}", bytes(f.severity));
+    if (f.position)
+      h += fmt::format("; position={} ({})", *f.position, f.engine == Engine::sqlite ? "0-based byte offset" : "1-based character");
+    if (f.internal_position) h += fmt::format("; internal_position={}", *f.internal_position);
+    if (!f.notices.empty()) h += fmt::format("; notices={}", f.notices.size());
+    if (f.notices_withheld != 0) h += fmt::format("; notices_withheld={}", f.notices_withheld);
+    if (not_shown != 0) h += fmt::format("; notices_not_shown={}", not_shown);
+    if (f.rows_before_failure != 0) h += fmt::format("; rows_before_failure={}", f.rows_before_failure);
+    h += '\n';
+    if (f.rows_before_failure != 0)
+      h += fmt::format("{}the statement sent {} row{} before it failed; rows that come before a failure are counted, not shown.\n", contract::own_prefix, f.rows_before_failure, f.rows_before_failure == 1 ? "" : "s");
+    if (f.notices_withheld != 0)
+      h += fmt::format("{}{} more notice{} the statement raised {} not kept: {} would have passed the byte limit.\n", contract::own_prefix, f.notices_withheld,
+                       f.notices_withheld == 1 ? "" : "s", f.notices_withheld == 1 ? "was" : "were", f.notices_withheld == 1 ? "it" : "they");
+    if (not_shown != 0)
+      h += fmt::format("{}left out: {} more notice{} not shown: showing {} would have passed the render budget of {} bytes, and the failure's own "
+                       "fields come first.\n",
+                       contract::own_prefix, not_shown, not_shown == 1 ? "" : "s", not_shown == 1 ? "it" : "them", options.budget);
+    h += contract::own_prefix;
+    h += contract::failure_boundary;
+    h += '\n';
+    h += contract::begin_marker(contract::database_reply_block, nonce);
+    return h;
+  };
+
+  std::string own;
+  for (const auto& field : prose_fields(f)) {
+    if (!field.value->empty()) {
+      append_field(own, field.label, *field.value, options);
+    } else if (sent_empty(f, field.field)) {
+      own += field.label;
+      own += ":\n";
+      own += contract::sent_empty_marker;
+      own += '\n';
+    }
+  }
+  std::string statement;
+  if (options.show_statement && !f.statement.empty()) append_field(statement, "statement", f.statement, options);
+  const std::string end = contract::end_marker(contract::database_reply_block, nonce);
+
+  // The notices, in order, as many as the budget leaves room for: all of
+  // them when they fit, else those that fit beside the line that counts the
+  // rest (sized for the most notices it could count).
+  std::string notices;
+  std::vector<std::size_t> notice_ends;
+  const std::size_t fixed = own.size() + statement.size() + end.size();
+  const auto room_beside = [&](std::size_t head_size) { return options.budget > fixed + head_size ? options.budget - fixed - head_size : 0; };
+  const std::size_t room_for_all = room_beside(head(0).size());
+  for (std::size_t i = 0; i < f.notices.size() && notices.size() <= room_for_all; ++i) {
+    detail::append_notice(notices, f.notices, i, options);
+    notice_ends.push_back(notices.size());
+  }
+  std::size_t shown = f.notices.size();
+  if (notices.size() > room_for_all) {
+    const std::size_t room = room_beside(head(f.notices.size()).size());
+    shown = 0;
+    while (shown < notice_ends.size() && notice_ends[shown] <= room) ++shown;
+    notices.resize(shown == 0 ? 0 : notice_ends[shown - 1]);
+  }
+  const std::size_t not_shown = f.notices.size() - shown;
+
   detail::Draft r;
   std::string& t = r.text;
-  t.reserve(shown_untrusted_bytes(f, options) * 2 + 1024);
-
-  t += fmt::format("{}raw query failed; engine={}; database={}", contract::own_prefix, engine_name(f.engine), provenance.database_label.str());
-  const std::string_view code = bytes(f.sqlstate);
-  if (!code.empty()) t += fmt::format("; sqlstate={}", sqlstate_text(code));
-  if (f.sqlite_code) t += fmt::format("; sqlite_code={} ({})", *f.sqlite_code, detail::sqlite_code_name(*f.sqlite_code));
-  if (!f.severity.empty()) t += fmt::format("; severity={}", bytes(f.severity));
-  if (f.position)
-    t += fmt::format("; position={} ({})", *f.position, f.engine == Engine::sqlite ? "0-based byte offset" : "1-based character");
-  if (f.internal_position) t += fmt::format("; internal_position={}", *f.internal_position);
-  if (!f.notices.empty()) t += fmt::format("; notices={}", f.notices.size());
-  if (f.notices_withheld != 0) t += fmt::format("; notices_withheld={}", f.notices_withheld);
-  if (f.rows_before_failure != 0) t += fmt::format("; rows_before_failure={}", f.rows_before_failure);
-  t += '\n';
-  if (f.rows_before_failure != 0)
-    t += fmt::format("{}the statement sent {} row{} before it failed; rows that come before a failure are counted, not shown.\n", contract::own_prefix, f.rows_before_failure, f.rows_before_failure == 1 ? "" : "s");
-  if (f.notices_withheld != 0)
-    t += fmt::format("{}{} more notice{} the statement raised {} not kept: {} would have passed the byte limit.\n", contract::own_prefix, f.notices_withheld,
-                     f.notices_withheld == 1 ? "" : "s", f.notices_withheld == 1 ? "was" : "were", f.notices_withheld == 1 ? "it" : "they");
-  t += contract::own_prefix;
-  t += contract::failure_boundary;
-  t += '\n';
-  t += contract::begin_marker(contract::database_reply_block, nonce);
-  for (const auto& field : prose_fields(f))
-    if (!field.value->empty()) append_field(t, field.label, *field.value, options);
-  detail::append_notices(t, f.notices, options);
-  if (options.show_statement && !f.statement.empty()) append_field(t, "statement", f.statement, options);
-  t += contract::end_marker(contract::database_reply_block, nonce);
+  t = head(not_shown);
+  t.reserve(t.size() + own.size() + notices.size() + statement.size() + end.size());
+  t += own;
+  t += notices;
+  t += statement;
+  t += end;
 
   if (t.size() > options.budget)
     return refuse(f, provenance, options, RefusalReason::render_budget,
@@ -209,11 +280,12 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   };
   nlohmann::json untrusted = nlohmann::json::object();
   for (const auto& field : prose_fields(f))
-    if (!field.value->empty()) untrusted[std::string(field.member)] = to_json(*field.value);
+    if (!field.value->empty() || sent_empty(f, field.field)) untrusted[std::string(field.member)] = to_json(*field.value);
   if (options.show_statement && !f.statement.empty()) untrusted["statement"] = to_json(f.statement);
-  untrusted["notices"] = detail::notices_json(f.notices);
+  untrusted["notices"] = detail::notices_json(f.notices, shown);
   s["untrusted"] = std::move(untrusted);
   s["notices_withheld"] = f.notices_withheld;
+  if (not_shown != 0) s["notices_not_shown"] = not_shown;
   s["rows_before_failure"] = f.rows_before_failure;
   detail::add_provenance(s, provenance);
   return std::move(r).seal();

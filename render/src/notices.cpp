@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace rawtool::render::detail {
 
 namespace {
@@ -45,26 +47,29 @@ std::size_t notice_bytes(const std::vector<Notice>& notices) {
   return total;
 }
 
-void append_notices(std::string& t, const std::vector<Notice>& notices, const RenderOptions& options) {
-  for (std::size_t i = 0; i < notices.size(); ++i) {
-    const Notice& n = notices[i];
-    t += fmt::format("{}notice {} of {}", contract::own_prefix, i + 1, notices.size());
-    if (severity_shown(n)) t += fmt::format("; severity={}", bytes(n.severity));
-    if (sqlstate_shown(n)) {
-      const auto condition = sqlstate_condition(bytes(n.sqlstate));
-      t += fmt::format("; sqlstate={} ({})", bytes(n.sqlstate), condition.empty() ? std::string_view("unknown condition") : condition);
-    }
-    t += '\n';
-    if (!n.severity.empty() && !severity_shown(n)) append_field(t, fmt::format("notice {} unrecognised severity", i + 1), n.severity, options);
-    if (!n.sqlstate.empty() && !sqlstate_shown(n)) append_field(t, fmt::format("notice {} unrecognised sqlstate", i + 1), n.sqlstate, options);
-    for (const auto& field : notice_fields(n))
-      if (!field.value->empty()) append_field(t, fmt::format("notice {} {}", i + 1, field.label), *field.value, options);
+void append_notice(std::string& t, const std::vector<Notice>& notices, std::size_t i, const RenderOptions& options) {
+  const Notice& n = notices[i];
+  t += fmt::format("{}notice {} of {}", contract::own_prefix, i + 1, notices.size());
+  if (severity_shown(n)) t += fmt::format("; severity={}", bytes(n.severity));
+  if (sqlstate_shown(n)) {
+    const auto condition = sqlstate_condition(bytes(n.sqlstate));
+    t += fmt::format("; sqlstate={} ({})", bytes(n.sqlstate), condition.empty() ? std::string_view("unknown condition") : condition);
   }
+  t += '\n';
+  if (!n.severity.empty() && !severity_shown(n)) append_field(t, fmt::format("notice {} unrecognised severity", i + 1), n.severity, options);
+  if (!n.sqlstate.empty() && !sqlstate_shown(n)) append_field(t, fmt::format("notice {} unrecognised sqlstate", i + 1), n.sqlstate, options);
+  for (const auto& field : notice_fields(n))
+    if (!field.value->empty()) append_field(t, fmt::format("notice {} {}", i + 1, field.label), *field.value, options);
 }
 
-nlohmann::json notices_json(const std::vector<Notice>& notices) {
+void append_notices(std::string& t, const std::vector<Notice>& notices, const RenderOptions& options) {
+  for (std::size_t i = 0; i < notices.size(); ++i) append_notice(t, notices, i, options);
+}
+
+nlohmann::json notices_json(const std::vector<Notice>& notices, std::size_t count) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& n : notices) {
+  for (std::size_t i = 0; i < std::min(count, notices.size()); ++i) {
+    const Notice& n = notices[i];
     nlohmann::json item = {
         {"severity", n.severity.empty() ? nlohmann::json(nullptr) : to_json(n.severity)},
         {"sqlstate", n.sqlstate.empty() ? nlohmann::json(nullptr) : to_json(n.sqlstate)},

@@ -71,8 +71,12 @@ TableCell table_cell(const Cell& cell, const RenderOptions& options) {
 
 /// The column line and row lines of RowsLayout::table: names and cells
 /// padded to their column's width, each line led by its own prefix padded to
-/// the widest, so that columns align. Returns how many cells were cut.
-std::size_t append_table(std::string& t, const Rows& rows, const RenderOptions& options) {
+/// the widest, so that columns align. Returns how many names and cells were cut.
+struct TableCuts {
+  std::size_t names = 0;
+  std::size_t cells = 0;
+};
+TableCuts append_table(std::string& t, const Rows& rows, const RenderOptions& options) {
   std::vector<std::vector<TableCell>> lines;
   lines.reserve(rows.rows.size() + 1);
   std::vector<TableCell>& names = lines.emplace_back();
@@ -82,11 +86,11 @@ std::size_t append_table(std::string& t, const Rows& rows, const RenderOptions& 
     for (const auto& cell : row) cells.push_back(table_cell(cell, options));
   }
   std::vector<std::size_t> widths(rows.columns.size(), 0);
-  std::size_t cut = 0;
+  TableCuts cut;
   for (std::size_t l = 0; l < lines.size(); ++l) {
     for (std::size_t c = 0; c < lines[l].size() && c < widths.size(); ++c) {
       widths[c] = std::max(widths[c], lines[l][c].width);
-      if (l > 0 && lines[l][c].cut) ++cut;
+      if (lines[l][c].cut) ++(l == 0 ? cut.names : cut.cells);
     }
   }
   const std::size_t lead = std::max(contract::columns_prefix.size(), contract::row_line_prefix(rows.rows.size()).size());
@@ -139,10 +143,15 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
   t += '\n';
 
   if (options.rows_layout == RowsLayout::table) {
-    if (const std::size_t cut = append_table(t, rows, options); cut != 0) {
-      t += fmt::format("{}cut: {} cell{} longer than {} characters {} shown cut there, marked by \"...\" after the closing "
-                       "quote; every cell is whole in the default layout and in JSON\n",
-                       contract::own_prefix, cut, cut == 1 ? "" : "s", options.table_cell_width, cut == 1 ? "is" : "are");
+    if (const TableCuts cut = append_table(t, rows, options); cut.cells != 0 || cut.names != 0) {
+      std::string what;
+      if (cut.cells != 0) what = fmt::format("{} cell{}", cut.cells, cut.cells == 1 ? "" : "s");
+      if (cut.cells != 0 && cut.names != 0) what += " and ";
+      if (cut.names != 0) what += fmt::format("{} column name{}", cut.names, cut.names == 1 ? "" : "s");
+      const std::string_view whole = cut.names == 0 ? "every cell is" : cut.cells == 0 ? "every column name is" : "every cell and column name is";
+      t += fmt::format("{}cut: {} longer than {} characters {} shown cut there, marked by \"...\" after the closing "
+                       "quote; {} whole in the default layout and in JSON\n",
+                       contract::own_prefix, what, options.table_cell_width, cut.cells + cut.names == 1 ? "is" : "are", whole);
     }
   } else {
     t += contract::columns_prefix;

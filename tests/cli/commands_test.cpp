@@ -478,6 +478,25 @@ TEST_CASE("query --database runs on the configured database with that label and 
   CHECK(unknown.err.find('\x1b') == std::string::npos);
 }
 
+TEST_CASE("query --format table counts a cut column name the way it counts cut cells", "[cli][sqlite][table]") {
+  ShopFixture shop;
+  const std::string db = shop.database().string();
+  const std::string name = std::string(41, 'n');
+  const auto names_only = run_rawtool({"query", "--db", db, "--format", "table", "SELECT 1 AS " + name + ", 2 AS short"}, clean_env());
+  INFO(names_only.out << names_only.err);
+  REQUIRE(names_only.exit_status == 0);
+  CHECK(rawtool::test::text_surface_problems(names_only.out, rawtool::render::RowsLayout::table).empty());
+  CHECK(mentions(names_only.out, "\nrawtool: cut: 1 column name longer than 40 characters is shown cut there"));
+  const auto both = run_rawtool(
+      {"query", "--db", db, "--format", "table", "SELECT replace(hex(zeroblob(30)), '0', 'w') AS " + name + " UNION ALL SELECT 'x'"}, clean_env());
+  INFO(both.out << both.err);
+  REQUIRE(both.exit_status == 0);
+  CHECK(mentions(both.out, "\nrawtool: cut: 1 cell and 1 column name longer than 40 characters are shown cut there"));
+  // A name exactly as wide as the table allows is not cut.
+  const auto fits = run_rawtool({"query", "--db", db, "--format", "table", "SELECT 1 AS " + std::string(40, 'n')}, clean_env());
+  CHECK_FALSE(mentions(fits.out, "rawtool: cut:"));
+}
+
 TEST_CASE("query and certified --format table print aligned, escaped columns, cut wide cells and say so, --json is "
           "unchanged",
           "[cli][sqlite][table]") {

@@ -8,6 +8,7 @@
 
 #include <rawtool/corpus.hpp>
 #include <rawtool/render/failure.hpp>
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/json.hpp>
 
 #include "cli/failure_input.hpp"
@@ -216,6 +217,26 @@ TEST_CASE("rawtool render --json parses and carries the exact bytes of every fie
   CHECK(rawtool::test::json_bytes(out["untrusted"]["detail"]) == invalid);
   CHECK(rawtool::test::json_bytes(out["untrusted"]["notices"][0]["message"]) == "notice \xE2\x80\x8B text");
   CHECK(out["notices_withheld"] == 5);
+}
+
+TEST_CASE("rawtool render shows a field given empty as sent empty, and a null one as not sent, on both surfaces", "[cli][render]") {
+  const json in = {{"engine", "postgresql"}, {"message", ""}, {"detail", ""}, {"hint", nullptr}, {"constraint", ""}, {"context", "ctx"}};
+  const auto text = render(in.dump());
+  INFO(text.out << text.err);
+  REQUIRE(text.exit_status == 0);
+  CHECK(rawtool::test::text_surface_problems(text.out).empty());
+  const std::string marker(rawtool::render::contract::sent_empty_marker);
+  for (const std::string label : {"message", "detail", "constraint"}) CHECK(text.out.find("\n" + label + ":\n" + marker + "\n") != std::string::npos);
+  CHECK(text.out.find("\nhint:") == std::string::npos);
+  CHECK(text.out.find("\ncontext:\n> ctx\n") != std::string::npos);
+  const auto structured = render(in.dump(), {"--json"});
+  REQUIRE(structured.exit_status == 0);
+  const json out = json::parse(structured.out);
+  CHECK(out["untrusted"]["message"] == "");
+  CHECK(out["untrusted"]["detail"] == "");
+  CHECK(out["untrusted"]["constraint"] == "");
+  CHECK_FALSE(out["untrusted"].contains("hint"));
+  CHECK_FALSE(out["untrusted"].contains("table"));
 }
 
 TEST_CASE("base64 fields round trip through rawtool render on both surfaces", "[cli][render]") {

@@ -236,3 +236,31 @@ TEST_CASE("the FAILURE log record carries each field exactly, or a bounded prefi
   }
   CHECK(bounded > 0);  // the corpus's long cases reach the bound
 }
+
+TEST_CASE("a case refused for budget, raised as a notice, is left out and counted while the failure's own fields are shown",
+          "[corpus][failure][notice]") {
+  // The corpus lists these cases without the notice field: there they are
+  // not refused. Each is put in a notice here, on both engines and in both modes.
+  std::size_t budget_cases = 0;
+  for (const auto& c : corpus::load_failures()) {
+    if (c.reason != rawtool::RefusalReason::render_budget) continue;
+    ++budget_cases;
+    for (const auto engine : {Engine::postgresql, Engine::sqlite}) {
+      for (const auto& options : walk::both_modes()) {
+        const rawtool::Failure failure = corpus::failure_for(c, corpus::FailureField::notice, engine);
+        const Rendered r = rawtool::render::render_failure(failure, walk::raw_provenance(engine), options);
+        INFO(c.name << ", engine " << rawtool::engine_name(engine) << ", ascii_only " << options.ascii_only);
+        REQUIRE_FALSE(r.refused());
+        CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+        const auto fields = rawtool::test::quoted_fields(r.text());
+        CHECK(std::none_of(fields.begin(), fields.end(), [](const auto& f) { return f.first.starts_with("notice"); }));
+        CHECK(std::count_if(fields.begin(), fields.end(), [](const auto& f) { return f.first == "message"; }) == 1);
+        CHECK(r.structured().at("notices_not_shown") == 1);
+        CHECK(r.structured().at("untrusted").at("notices").empty());
+        CHECK(r.text().find("\nrawtool: left out: 1 more notice not shown: ") != std::string::npos);
+        CHECK(r.text().find(c.withheld) == std::string::npos);
+      }
+    }
+  }
+  CHECK(budget_cases > 0);
+}

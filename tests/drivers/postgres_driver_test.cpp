@@ -190,6 +190,36 @@ TEST_CASE("every diagnostic field a plpgsql RAISE sets from data arrives exactly
   pg_admin("DROP FUNCTION drivers_raise_everything(); DROP TABLE drivers_raise_data");
 }
 
+TEST_CASE("a diagnostic field PostgreSQL sent empty is named as sent empty, apart from the fields it did not send", "[postgres]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  using rawtool::FailureField;
+  const std::vector<FailureField> everything = {FailureField::message, FailureField::detail, FailureField::hint,     FailureField::schema,
+                                                FailureField::table,   FailureField::column, FailureField::datatype, FailureField::constraint};
+  const struct {
+    std::string sql;
+    std::vector<FailureField> empty;
+  } cases[] = {
+      {"DO $$BEGIN RAISE EXCEPTION '' USING DETAIL = ''; END$$", {FailureField::message, FailureField::detail}},
+      {"DO $$BEGIN RAISE EXCEPTION USING MESSAGE = 'm', HINT = ''; END$$", {FailureField::hint}},
+      {"DO $$BEGIN RAISE EXCEPTION USING MESSAGE = '', DETAIL = '', HINT = '', SCHEMA = '', TABLE = '', COLUMN = '', DATATYPE = '', "
+       "CONSTRAINT = ''; END$$",
+       everything},
+      {"DO $$BEGIN RAISE EXCEPTION 'nothing empty' USING DETAIL = 'd'; END$$", {}},
+      {"SELECT 1/0", {}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.sql);
+    const Failure& failure = expect<Failure>(run(*driver, c.sql));
+    std::vector<FailureField> sent_empty = failure.sent_empty;
+    std::sort(sent_empty.begin(), sent_empty.end());
+    CHECK(sent_empty == c.empty);
+    for (const FailureField field : failure.sent_empty) CHECK(std::count(failure.sent_empty.begin(), failure.sent_empty.end(), field) == 1);
+    if (c.sql.starts_with("DO")) CHECK_FALSE(failure.context.empty());  // sent, with text: never named
+  }
+}
+
 TEST_CASE("an identifier echoed in \"does not exist\" arrives exactly, with the statement position", "[postgres][hostile]") {
   const auto url = pg_url();
   if (!url) return;

@@ -288,6 +288,22 @@ TEST_CASE("RAISE(ABORT) in a trigger passes hostile text through byte for byte",
   CHECK(failure.sqlstate.empty());
 }
 
+TEST_CASE("RAISE(ABORT, '') in a trigger is a message sent empty, apart from a failure whose message has text", "[sqlite]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_write);
+  expect<Rows>(run(*driver, "CREATE TABLE t (x)", {}, AccessMode::read_write));
+  for (const std::string action : {"ABORT", "FAIL", "ROLLBACK"}) {
+    INFO(action);
+    expect<Rows>(run(*driver, "DROP TRIGGER IF EXISTS t_guard", {}, AccessMode::read_write));
+    expect<Rows>(run(*driver, "CREATE TRIGGER t_guard BEFORE INSERT ON t BEGIN SELECT RAISE(" + action + ", ''); END", {}, AccessMode::read_write));
+    const Failure& failure = expect<Failure>(run(*driver, "INSERT INTO t VALUES (1)", {}, AccessMode::read_write));
+    CHECK(failure.message.empty());
+    CHECK(failure.sent_empty == std::vector<rawtool::FailureField>{rawtool::FailureField::message});
+  }
+  const Failure& worded = expect<Failure>(run(*driver, "SELECT * FROM no_such_table", {}, AccessMode::read_write));
+  CHECK_FALSE(worded.message.empty());
+  CHECK(worded.sent_empty.empty());
+}
+
 TEST_CASE("an unrecognized token with control bytes is echoed exactly, with its byte offset", "[sqlite][hostile]") {
   auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
   // The bidi override is an identifier character to SQLite (an alias); the

@@ -8,6 +8,7 @@
 #include "fixture.hpp"
 #include "oracle.hpp"
 
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/json.hpp>
 #include <rawtool/tool.hpp>
 
@@ -31,8 +32,9 @@ struct PostgresSetup {
   std::vector<std::string> cleanup;
 
   // `catalog` is the queries array; the reader database is the default one.
+  // `max_notice_bytes` 0 leaves the reader database's notice budget at its default.
   PostgresSetup(const std::string& admin_url, const std::string& reader_url, const std::string& catalog,
-                std::size_t pool_size = 4, int statement_timeout_ms = 5000) {
+                std::size_t pool_size = 4, int statement_timeout_ms = 5000, std::size_t max_notice_bytes = 0) {
     dir.write("catalog.json", R"({"queries": )" + catalog + "}");
     const std::string separator = reader_url.find('?') == std::string::npos ? "?" : "&";
     nlohmann::json config = {
@@ -40,7 +42,8 @@ struct PostgresSetup {
          {{{"label", "reader"},
            {"url", reader_url + separator + "application_name=" + app_name},
            {"pool_size", pool_size},
-           {"limits", {{"statement_timeout_ms", statement_timeout_ms}}}},
+           {"limits", max_notice_bytes == 0 ? nlohmann::json{{"statement_timeout_ms", statement_timeout_ms}}
+                                            : nlohmann::json{{"statement_timeout_ms", statement_timeout_ms}, {"max_notice_bytes", max_notice_bytes}}}},
           {{"label", "admin"}, {"url", admin_url}, {"access", "read_write"}, {"pool_size", 2}}}},
         {"catalog", "catalog.json"}};
     dir.write("rawtool.json", config.dump());
@@ -163,6 +166,75 @@ TEST_CASE("the same hostile failure on the raw path is shown, quoted, as untrust
     message_quoted = message_quoted || (label == "message" && bytes == canary + "\nrawtool: end of reply");
   }
   CHECK(message_quoted);
+}
+
+TEST_CASE("a failure after 400 notices on PostgreSQL shows its message and counts the notices past the render budget",
+          "[tool][postgres][raw][notice]") {
+  auto u = urls();
+  if (!u) return;
+  const std::string fn = rawtool::test::unique_name("lib_notices_then_fail");
+  // With the default notice budget the driver keeps the first notices and
+  // counts the rest; with a roomy one all 400 reach the renderer.
+  for (const std::size_t max_notice_bytes : {std::size_t{0}, std::size_t{1024 * 1024}}) {
+    PostgresSetup pg(u->admin, u->reader, "[]", 4, 5000, max_notice_bytes);
+    pg.cleanup.push_back("DROP FUNCTION IF EXISTS " + fn + "()");
+    const std::string body = "BEGIN FOR i IN 1..400 LOOP RAISE NOTICE 'notice % of the loop', i; END LOOP; "
+                             "RAISE EXCEPTION 'the loop failed after % notices', 400; END";
+    pg.admin_ok("CREATE OR REPLACE FUNCTION " + fn + "() RETURNS integer LANGUAGE plpgsql AS $$ " + body + " $$");
+
+    for (const std::string& sql : {"DO $$ " + body + " $$", "SELECT " + fn + "()"}) {
+      rawtool::Reply reply = pg.tool->raw(sql);
+      INFO(sql << ", max_notice_bytes " << max_notice_bytes << "\n" << reply.text().substr(0, 3000));
+      REQUIRE(reply.is_error());
+      REQUIRE(reply.structured()["kind"] == "raw_failure");
+      CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+      const auto fields = rawtool::test::quoted_fields(reply.text());
+      REQUIRE_FALSE(fields.empty());
+      CHECK(fields[0] == std::pair<std::string, std::string>{"message", "the loop failed after 400 notices"});
+      CHECK(reply.structured()["untrusted"]["message"] == "the loop failed after 400 notices");
+      // The notices shown are the first ones, in order; the rest the driver
+      // kept are counted as not shown, those it did not keep as withheld.
+      std::size_t shown = 0;
+      for (const auto& [label, text] : fields)
+        if (label.starts_with("notice ") && label.ends_with(" message")) CHECK(text == "notice " + std::to_string(++shown) + " of the loop");
+      const std::size_t not_shown = reply.structured()["notices_not_shown"].get<std::size_t>();
+      const std::size_t withheld = reply.structured()["notices_withheld"].get<std::size_t>();
+      CHECK(shown > 0);
+      CHECK(not_shown > 0);
+      CHECK(shown + not_shown + withheld == 400);
+      if (max_notice_bytes != 0) CHECK(withheld == 0);
+      CHECK(reply.structured()["untrusted"]["notices"].size() == shown);
+      CHECK(contains(reply.text(), "; notices=" + std::to_string(shown + not_shown) + ";"));
+      CHECK(contains(reply.text(), "; notices_not_shown=" + std::to_string(not_shown)));
+      CHECK(contains(reply.text(), "\nrawtool: left out: " + std::to_string(not_shown) + " more notices not shown: "));
+    }
+  }
+}
+
+TEST_CASE("a field PostgreSQL sent empty is shown as present and empty on both halves, apart from a field not sent",
+          "[tool][postgres][raw]") {
+  auto u = urls();
+  if (!u) return;
+  PostgresSetup pg(u->admin, u->reader, "[]");
+  rawtool::Reply reply = pg.tool->raw("DO $$ BEGIN RAISE EXCEPTION '' USING DETAIL = ''; END $$");
+  INFO(reply.text());
+  REQUIRE(reply.is_error());
+  REQUIRE(reply.structured()["kind"] == "raw_failure");
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  const std::string marker(rawtool::render::contract::sent_empty_marker);
+  CHECK(contains(reply.text(), "\nmessage:\n" + marker + "\n"));
+  CHECK(contains(reply.text(), "\ndetail:\n" + marker + "\n"));
+  CHECK_FALSE(contains(reply.text(), "\nhint:\n"));
+  const auto fields = rawtool::test::quoted_fields(reply.text());
+  REQUIRE(fields.size() >= 3);
+  CHECK(fields[0] == std::pair<std::string, std::string>{"message", ""});
+  CHECK(fields[1] == std::pair<std::string, std::string>{"detail", ""});
+  CHECK(fields[2].first == "context");
+  const nlohmann::json& untrusted = reply.structured()["untrusted"];
+  CHECK(untrusted["message"] == "");
+  CHECK(untrusted["detail"] == "");
+  CHECK_FALSE(untrusted.contains("hint"));
+  CHECK_FALSE(untrusted.contains("table"));
 }
 
 TEST_CASE("a notice raised by a statement that succeeds is shown beside its rows on the raw and the certified path",

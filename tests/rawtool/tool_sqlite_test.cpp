@@ -7,6 +7,7 @@
 #include "fixture.hpp"
 #include "oracle.hpp"
 
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/json.hpp>
 #include <rawtool/tool.hpp>
 
@@ -166,6 +167,28 @@ TEST_CASE("a raw failure is rendered as untrusted content with the statement sho
   }
   CHECK(statement_shown);
   check_never_called_certified(reply);
+}
+
+TEST_CASE("a message SQLite sent empty is shown as present and empty on both halves", "[tool][sqlite][raw]") {
+  SqliteSetup setup;
+  sqlite_exec(setup.db_file, "CREATE TABLE blank_guarded(v TEXT);"
+                             "CREATE TRIGGER blank_guarded_no BEFORE INSERT ON blank_guarded BEGIN SELECT RAISE(ABORT, ''); END;");
+  auto tool = setup.open();
+  rawtool::CallOptions options;
+  options.database = "writer";
+  rawtool::Reply reply = tool->raw("INSERT INTO blank_guarded VALUES ('x')", options);
+  INFO(reply.text());
+  REQUIRE(reply.is_error());
+  REQUIRE(reply.structured()["kind"] == "raw_failure");
+  CHECK(rawtool::test::text_surface_problems(reply.text()).empty());
+  CHECK(contains(reply.text(), "\nmessage:\n" + std::string(rawtool::render::contract::sent_empty_marker) + "\n"));
+  const auto fields = rawtool::test::quoted_fields(reply.text());
+  REQUIRE_FALSE(fields.empty());
+  CHECK(fields[0] == std::pair<std::string, std::string>{"message", ""});
+  CHECK(reply.structured()["untrusted"]["message"] == "");
+  CHECK(reply.structured()["sqlite_code_name"] == "SQLITE_CONSTRAINT_TRIGGER");
+  // A failure with a worded message carries no marker.
+  CHECK_FALSE(contains(tool->raw("SELECT * FROM no_such_table").text(), std::string(rawtool::render::contract::sent_empty_marker)));
 }
 
 TEST_CASE("show_statement=false keeps the statement out of a raw failure", "[tool][sqlite][raw]") {

@@ -1,4 +1,5 @@
 #include <rawtool/render/failure.hpp>
+#include <rawtool/render/contract.hpp>
 #include <rawtool/render/json.hpp>
 
 #include "digest.hpp"
@@ -8,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <vector>
 #include <string>
 
 using namespace std::string_literals;
@@ -157,6 +159,7 @@ TEST_CASE("an SQLite failure shows its extended code by name", "[render][failure
 
 TEST_CASE("a rendering over budget is refused, not shortened", "[render][failure]") {
   Failure f = sample_failure();
+  f.notices.clear();  // notices give way to the failure's own fields instead (below)
   RenderOptions options;
   const auto fits = rawtool::render::render_failure(f, raw_provenance(), options);
   REQUIRE_FALSE(fits.refused());
@@ -186,6 +189,104 @@ TEST_CASE("a rendering over budget is refused, not shortened", "[render][failure
     CHECK(r.structured()["untrusted_bytes"].get<std::size_t>() > options.budget);
     CHECK(r.text().find("\\x01") == std::string::npos);
     CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  }
+}
+
+namespace {
+
+// The "rawtool: notice i of N" lines of a rendering, as the i they name.
+std::vector<std::size_t> shown_notice_numbers(const std::string& text) {
+  std::vector<std::size_t> numbers;
+  const std::string head = "\nrawtool: notice ";
+  for (auto at = text.find(head); at != std::string::npos; at = text.find(head, at + 1)) numbers.push_back(std::stoul(text.substr(at + head.size())));
+  return numbers;
+}
+
+Notice loop_notice(std::size_t i, const std::string& message) {
+  Notice n;
+  n.severity = Untrusted("NOTICE"s);
+  n.sqlstate = Untrusted("00000"s);
+  n.message = Untrusted(message + std::to_string(i));
+  return n;
+}
+
+// Checks that `r` shows `f`'s own fields, the first notices in order and
+// counts the rest, on both surfaces; returns how many were left out.
+std::size_t check_notices_give_way(const Failure& f, const rawtool::render::Rendered& r, const RenderOptions& options) {
+  REQUIRE_FALSE(r.refused());
+  INFO(r.text().substr(0, 2000));
+  CHECK(r.text().size() <= options.budget);
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  const auto fields = rawtool::test::quoted_fields(r.text());
+  REQUIRE_FALSE(fields.empty());
+  CHECK(fields[0].first == "message");
+  CHECK(fields[0].second == rawtool::test::bytes_of(f.message));
+  CHECK(r.structured()["untrusted"]["message"] == rawtool::test::bytes_of(f.message));
+
+  const auto shown = shown_notice_numbers(r.text());
+  for (std::size_t k = 0; k < shown.size(); ++k) CHECK(shown[k] == k + 1);
+  const std::size_t left_out = f.notices.size() - shown.size();
+  CHECK(left_out > 0);
+  CHECK(r.structured()["untrusted"]["notices"].size() == shown.size());
+  CHECK(r.structured()["notices_not_shown"] == left_out);
+  CHECK(first_line(r.text()).find("; notices=" + std::to_string(f.notices.size()) + "; notices_not_shown=" + std::to_string(left_out)) != std::string::npos);
+  CHECK(r.text().find("\nrawtool: left out: " + std::to_string(left_out) + " more notice" + (left_out == 1 ? "" : "s") + " not shown: ") !=
+        std::string::npos);
+  return left_out;
+}
+
+}  // namespace
+
+TEST_CASE("a failure after 400 notices shows its own fields and counts the notices past the render budget", "[render][failure][notice]") {
+  Failure f = sample_failure();
+  f.notices.clear();
+  for (std::size_t i = 1; i <= 400; ++i) f.notices.push_back(loop_notice(i, "raised by the loop, number "));
+  RenderOptions options;
+  const auto r = rawtool::render::render_failure(f, raw_provenance(), options);
+  const std::size_t left_out = check_notices_give_way(f, r, options);
+  // As many as fit: the next notice would have passed the budget (give or
+  // take the digits of the count, which the renderer reserves at their most).
+  const std::string next = std::to_string(400 - left_out + 1);
+  const std::string next_text = "rawtool: notice " + next + " of 400; severity=NOTICE; sqlstate=00000 (successful_completion)\nnotice " + next +
+                                " message:\n> raised by the loop, number " + next + "\n";
+  CHECK(r.text().size() + next_text.size() + 3 > options.budget);
+}
+
+TEST_CASE("notices give way to the failure's fields whatever their number, size or budget", "[render][failure][notice]") {
+  SECTION("one notice as large as the budget") {
+    Failure f = sample_failure();
+    f.notices.clear();
+    f.notices.push_back(loop_notice(1, std::string(20000, 'n')));
+    check_notices_give_way(f, rawtool::render::render_failure(f, raw_provenance(), RenderOptions{}), RenderOptions{});
+  }
+  SECTION("notices whose escapes multiply them past the budget") {
+    Failure f = sample_failure();
+    f.notices.clear();
+    for (std::size_t i = 1; i <= 5; ++i) f.notices.push_back(loop_notice(i, std::string(1500, '\x01')));
+    check_notices_give_way(f, rawtool::render::render_failure(f, raw_provenance(), RenderOptions{}), RenderOptions{});
+  }
+  SECTION("a small budget, ten thousand notices, the statement shown") {
+    Failure f = sample_failure();
+    f.notices.clear();
+    for (std::size_t i = 1; i <= 10000; ++i) f.notices.push_back(loop_notice(i, "n"));
+    RenderOptions options;
+    options.budget = 4096;
+    options.show_statement = true;
+    const auto r = rawtool::render::render_failure(f, raw_provenance(), options);
+    check_notices_give_way(f, r, options);
+    const auto fields = rawtool::test::quoted_fields(r.text());
+    CHECK(fields.back().first == "statement");
+  }
+  SECTION("a budget that leaves room for no notice at all") {
+    Failure f = sample_failure();
+    f.notices.clear();
+    const auto without = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+    f.notices.push_back(loop_notice(1, std::string(1000, 'n')));
+    f.notices.push_back(loop_notice(2, std::string(1000, 'n')));
+    RenderOptions options;
+    options.budget = without.text().size() + 400;  // room for the line counting the notices, not for a notice
+    const auto r = rawtool::render::render_failure(f, raw_provenance(), options);
+    CHECK(check_notices_give_way(f, r, options) == 2);
   }
 }
 
@@ -393,4 +494,60 @@ TEST_CASE("however large and hostile every field and however many notices, a fai
     CHECK(record["statement"]["truncated"] == true);
     CHECK(record["notices"][3]["context"]["bytes"] == filler->size());
   }
+}
+
+TEST_CASE("a field the engine sent empty is shown as present and empty, apart from a field it did not send", "[render][failure]") {
+  struct Named {
+    rawtool::FailureField field;
+    Untrusted Failure::*member;
+    std::string label;
+    std::string json_member;
+  };
+  const Named all[] = {
+      {rawtool::FailureField::message, &Failure::message, "message", "message"},
+      {rawtool::FailureField::detail, &Failure::detail, "detail", "detail"},
+      {rawtool::FailureField::hint, &Failure::hint, "hint", "hint"},
+      {rawtool::FailureField::context, &Failure::context, "context", "context"},
+      {rawtool::FailureField::internal_query, &Failure::internal_query, "internal query", "internal_query"},
+      {rawtool::FailureField::schema, &Failure::schema, "schema", "schema"},
+      {rawtool::FailureField::table, &Failure::table, "table", "table"},
+      {rawtool::FailureField::column, &Failure::column, "column", "column"},
+      {rawtool::FailureField::datatype, &Failure::datatype, "datatype", "datatype"},
+      {rawtool::FailureField::constraint, &Failure::constraint, "constraint", "constraint"},
+  };
+  for (const auto& sent : all) {
+    for (const Engine engine : {Engine::postgresql, Engine::sqlite}) {
+      INFO(sent.label << " on " << rawtool::engine_name(engine));
+      Failure f;
+      f.engine = engine;
+      if (sent.field != rawtool::FailureField::message) f.message = Untrusted("a message with text"s);
+      f.sent_empty = {sent.field};
+      const auto r = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+      REQUIRE_FALSE(r.refused());
+      INFO(r.text());
+      CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+      // Text: the label, then rawtool's explicit empty marker where a quote would be.
+      CHECK(r.text().find("\n" + sent.label + ":\n" + std::string(rawtool::render::contract::sent_empty_marker) + "\n") != std::string::npos);
+      const auto fields = rawtool::test::quoted_fields(r.text());
+      std::size_t empty_fields = 0;
+      for (const auto& [label, value] : fields) {
+        if (label == sent.label) CHECK(value.empty());
+        if (value.empty()) ++empty_fields;
+      }
+      CHECK(empty_fields == 1);
+      CHECK(fields.size() == (sent.field == rawtool::FailureField::message ? 1U : 2U));
+      // JSON: "" for the field sent empty; a field not sent has no member.
+      const nlohmann::json& untrusted = r.structured()["untrusted"];
+      REQUIRE(untrusted.contains(sent.json_member));
+      CHECK(untrusted[sent.json_member] == "");
+      for (const auto& other : all)
+        if (other.field != sent.field && other.field != rawtool::FailureField::message) CHECK_FALSE(untrusted.contains(other.json_member));
+    }
+  }
+  // A field sent empty and also holding text (a driver's mistake) shows its text once.
+  Failure f;
+  f.message = Untrusted("text"s);
+  f.sent_empty = {rawtool::FailureField::message};
+  const auto fields = rawtool::test::quoted_fields(rawtool::render::render_failure(f, raw_provenance(), RenderOptions{}).text());
+  CHECK(fields == std::vector<std::pair<std::string, std::string>>{{"message", "text"}});
 }

@@ -369,3 +369,42 @@ TEST_CASE("the table layout cuts a wide cell at the edge of an escape and states
   CHECK(rendered.structured().at("rows").at(0).at(0) == std::string(100, 'a'));
   CHECK(rendered.structured().at("complete") == true);
 }
+
+TEST_CASE("the table layout counts a cut column name the way it counts cut cells", "[render][rows][table]") {
+  Rows rows;
+  rows.columns = {Column{Untrusted(std::string(40, 'n')), Untrusted("text"s)}, Column{Untrusted("short"s), Untrusted("text"s)},
+                  Column{Untrusted("named\xE2\x80\xAE past the edge"s), Untrusted("text"s)}};
+  SECTION("names cut, no cell cut") {
+    rows.rows = {{Cell(Untrusted("a"s)), Cell(Untrusted("b"s)), std::nullopt}};
+    const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(10));
+    INFO(rendered.text());
+    REQUIRE_FALSE(rendered.refused());
+    CHECK(rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table).empty());
+    CHECK(lines_with(rendered.text(), "columns: ")[0].find("\"nnnnnnnnnn\"...") != std::string::npos);
+    CHECK(lines_with(rendered.text(), "rawtool: cut: ") ==
+          std::vector<std::string>{"rawtool: cut: 2 column names longer than 10 characters are shown cut there, marked by \"...\" after the "
+                                   "closing quote; every column name is whole in the default layout and in JSON"});
+    CHECK(rendered.structured().at("columns").at(0).at("name") == std::string(40, 'n'));
+  }
+  SECTION("one name and one cell cut") {
+    rows.columns.resize(1);
+    rows.rows = {{Cell(Untrusted(std::string(11, 'c')))}, {Cell(Untrusted("fits"s))}};
+    const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(10));
+    INFO(rendered.text());
+    CHECK(lines_with(rendered.text(), "rawtool: cut: ") ==
+          std::vector<std::string>{"rawtool: cut: 1 cell and 1 column name longer than 10 characters are shown cut there, marked by \"...\" after "
+                                   "the closing quote; every cell and column name is whole in the default layout and in JSON"});
+  }
+  SECTION("one name cut, no rows at all") {
+    rows.columns.resize(1);
+    const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(39));
+    INFO(rendered.text());
+    CHECK(lines_with(rendered.text(), "rawtool: cut: ") ==
+          std::vector<std::string>{"rawtool: cut: 1 column name longer than 39 characters is shown cut there, marked by \"...\" after the closing "
+                                   "quote; every column name is whole in the default layout and in JSON"});
+  }
+  SECTION("a name exactly the width is not cut") {
+    rows.columns.resize(1);
+    CHECK(lines_with(rawtool::render::render_rows(rows, raw_provenance(), table_options(40)).text(), "rawtool: cut:").empty());
+  }
+}

@@ -32,6 +32,25 @@ TEST_CASE("the escape set holds the categories and properties the contract names
   CHECK(code_point_class(0x110000) == CodePointClass::escape);
 }
 
+TEST_CASE("letters, marks and symbols that render as blank are in the escape set, their visible neighbours are not", "[render][tables]") {
+  // Named "... BLANK" or "... FILLER" in UnicodeData.txt: U+2800 BRAILLE
+  // PATTERN BLANK, the Hangul fillers, the Egyptian full and half blanks, the
+  // Khitan small script filler (a mark, so escaped even inside a line).
+  for (char32_t cp : {char32_t{0x2800}, char32_t{0x115F}, char32_t{0x1160}, char32_t{0x3164}, char32_t{0xFFA0}, char32_t{0x13441}, char32_t{0x13442},
+                      char32_t{0x16FE4}}) {
+    INFO("U+" << std::hex << static_cast<unsigned>(cp));
+    CHECK(code_point_class(cp) == CodePointClass::escape);
+    CHECK(code_point_rule(cp) == CodePointRule::escaped);
+  }
+  // U+2801 BRAILLE PATTERN DOTS-1, U+2422 BLANK SYMBOL and U+2423 OPEN BOX
+  // are drawn; U+A8F9 DEVANAGARI GAP FILLER is punctuation with a glyph.
+  for (char32_t cp : {char32_t{0x2801}, char32_t{0x28FF}, char32_t{0x2422}, char32_t{0x2423}, char32_t{0xA8F9}, char32_t{0x13443}}) {
+    INFO("U+" << std::hex << static_cast<unsigned>(cp));
+    CHECK(code_point_class(cp) == CodePointClass::plain);
+    CHECK(code_point_rule(cp) == CodePointRule::copied);
+  }
+}
+
 TEST_CASE("ordinary text and the plain space are not in the escape set", "[render][tables]") {
   for (char32_t cp : {char32_t{0x20}, char32_t{0x41}, char32_t{0x7E}, char32_t{0xE9}, char32_t{0x0416}, char32_t{0x4E2D}, char32_t{0x1F600},
                       char32_t{0x1F3F4}, char32_t{0xFF1E}, char32_t{0x05D0}, char32_t{0x0627}}) {

@@ -59,9 +59,32 @@ void read_ucd_ranges(const char* path, Each each) {
   }
 }
 
-#ifndef RAWTOOL_TEST_UCD_GENERAL_CATEGORY
-#error "the build names the Unicode data files (RAWTOOL_TEST_UCD_GENERAL_CATEGORY, RAWTOOL_TEST_UCD_CORE_PROPERTIES)"
+#if !defined(RAWTOOL_TEST_UCD_GENERAL_CATEGORY) || !defined(RAWTOOL_TEST_UCD_CORE_PROPERTIES) || !defined(RAWTOOL_TEST_UCD_UNICODE_DATA)
+#error "the build names the Unicode data files (RAWTOOL_TEST_UCD_GENERAL_CATEGORY, RAWTOOL_TEST_UCD_CORE_PROPERTIES, RAWTOOL_TEST_UCD_UNICODE_DATA)"
 #endif
+
+// UnicodeData.txt's lines are "CODE;NAME;CATEGORY;..." Calls each(cp, name,
+// category) for every line.
+template <typename Each>
+void read_unicode_data(const char* path, Each each) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(std::string("oracle: cannot read the Unicode data file ") + path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    std::vector<std::string_view> fields;
+    std::string_view rest = line;
+    for (std::size_t at; fields.size() < 3 && (at = rest.find(';')) != std::string_view::npos; rest.remove_prefix(at + 1)) fields.push_back(rest.substr(0, at));
+    if (fields.size() < 3 || fields[0].empty() || fields[0].size() > 6) throw std::runtime_error(std::string("oracle: a malformed line in ") + path);
+    char32_t cp = 0;
+    for (const char c : fields[0]) {
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) throw std::runtime_error(std::string("oracle: a malformed code point in ") + path);
+      cp = cp * 16 + static_cast<char32_t>(d);
+    }
+    if (cp > 0x10FFFF) throw std::runtime_error(std::string("oracle: a code point past U+10FFFF in ") + path);
+    each(cp, fields[1], fields[2]);
+  }
+}
 
 // The rule of every code point, from the grammar's definition.
 std::vector<CodePointRule> load_rules() {
@@ -81,6 +104,14 @@ std::vector<CodePointRule> load_rules() {
   read_ucd_ranges(RAWTOOL_TEST_UCD_CORE_PROPERTIES, [&](char32_t first, char32_t last, std::string_view property) {
     if (property != "Default_Ignorable_Code_Point") return;
     for (char32_t cp = first; cp <= last; ++cp) rules[cp] = CodePointRule::escaped;
+  });
+  // Letters, marks and symbols that render as blank: those named "... BLANK"
+  // or "... FILLER".
+  read_unicode_data(RAWTOOL_TEST_UCD_UNICODE_DATA, [&](char32_t cp, std::string_view name, std::string_view category) {
+    if (category.empty() || (category[0] != 'L' && category[0] != 'M' && category[0] != 'S')) return;
+    const auto space = name.rfind(' ');
+    const std::string_view last_word = space == std::string_view::npos ? name : name.substr(space + 1);
+    if (last_word == "BLANK" || last_word == "FILLER") rules[cp] = CodePointRule::escaped;
   });
   return rules;
 }

@@ -21,12 +21,14 @@ namespace rawtool::test {
 /// What the escape grammar (rawtool/render/escape.hpp) does with a code point.
 enum class CodePointRule {
   copied,            ///< copied as it is
-  escaped,           ///< Cc Cf Co Cn Cs Zl Zp, Zs other than U+0020, Default_Ignorable_Code_Point
+  escaped,           ///< Cc Cf Co Cn Cs Zl Zp, Zs other than U+0020, Default_Ignorable_Code_Point,
+                     ///< and L*/M*/S* characters whose name ends in BLANK or FILLER
   escaped_at_start,  ///< a combining mark (Mn Mc Me): escaped at the start of a line or cell only
 };
 
 /// The rule for `cp` (at most U+10FFFF), derived from the Unicode data files
-/// the build names (RAWTOOL_UCD_GENERAL_CATEGORY, RAWTOOL_UCD_CORE_PROPERTIES),
+/// the build names (RAWTOOL_UCD_GENERAL_CATEGORY, RAWTOOL_UCD_CORE_PROPERTIES,
+/// RAWTOOL_UCD_UNICODE_DATA),
 /// read and parsed by the oracle itself on first use, independently of
 /// render's generated table. Throws std::runtime_error when a file cannot be read.
 CodePointRule code_point_rule(char32_t cp);

@@ -34,6 +34,9 @@ struct Notice {
   Untrusted context;
 };
 
+/// A failure's prose field, to name one the engine sent with no text.
+enum class FailureField : std::uint8_t { message, detail, hint, context, internal_query, schema, table, column, datatype, constraint };
+
 /// The database's complaint about the caller's statement, as structured fields
 /// read from the protocol (PQresultErrorField, sqlite3_extended_errcode,
 /// sqlite3_error_offset), never parsed out of a formatted message.
@@ -41,7 +44,8 @@ struct Notice {
 /// The codes (severity, sqlstate) are kept as the bytes that arrived: a plpgsql
 /// RAISE can set them, so they are grammar-checked where they would be shown
 /// in a line the renderer writes, and a value that fails its grammar makes the
-/// renderer refuse rather than show it. An empty field was not sent.
+/// renderer refuse rather than show it. An empty field was not sent, unless
+/// `sent_empty` names it: then the engine sent it with no text.
 struct Failure {
   Engine engine = Engine::postgresql;
   Untrusted severity;              ///< PostgreSQL: non-localized severity ('V'); SQLite: empty
@@ -61,6 +65,11 @@ struct Failure {
   Untrusted column;
   Untrusted datatype;
   Untrusted constraint;
+  /// The prose fields above that the engine sent with no text (PostgreSQL's
+  /// `RAISE EXCEPTION '' USING DETAIL = ''`, SQLite's `RAISE(ABORT, '')`),
+  /// each at most once: an empty field named here is shown as present and
+  /// empty, one not named here was not sent.
+  std::vector<FailureField> sent_empty;
   std::vector<Notice> notices;  ///< raised before the failure, in order
   /// Notices the engine sent that were not kept because they would have passed
   /// the byte limit; counted so that nothing is dropped silently.

@@ -228,6 +228,24 @@ Failure parse_failure_input(std::string_view input) {
       {"datatype", &Failure::datatype},
       {"constraint", &Failure::constraint},
   }};
+  // The prose fields, for telling a field sent empty from one not sent.
+  struct ProseField {
+    std::string_view name;
+    FailureField field;
+    Untrusted Failure::*member;
+  };
+  const std::array<ProseField, 10> prose_fields{{
+      {"message", FailureField::message, &Failure::message},
+      {"detail", FailureField::detail, &Failure::detail},
+      {"hint", FailureField::hint, &Failure::hint},
+      {"context", FailureField::context, &Failure::context},
+      {"internal_query", FailureField::internal_query, &Failure::internal_query},
+      {"schema", FailureField::schema, &Failure::schema},
+      {"table", FailureField::table, &Failure::table},
+      {"column", FailureField::column, &Failure::column},
+      {"datatype", FailureField::datatype, &Failure::datatype},
+      {"constraint", FailureField::constraint, &Failure::constraint},
+  }};
   constexpr auto int64_min = std::numeric_limits<std::int64_t>::min();
   constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
   std::optional<Engine> engine;
@@ -280,6 +298,10 @@ Failure parse_failure_input(std::string_view input) {
         known = true;
         break;
       }
+    }
+    // null is a field not sent; a field given with no text was sent empty.
+    for (const auto& prose : prose_fields) {
+      if (key == prose.name && !value.is_null() && (failure.*prose.member).empty()) failure.sent_empty.push_back(prose.field);
     }
     if (!known) {
       fail("", "unknown member " + describe_name(key));

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,13 @@ std::size_t notice_bytes(const std::vector<Notice>& notices);
 /// as data under "notice i unrecognised severity:" / "notice i unrecognised sqlstate:".
 void append_notices(std::string& t, const std::vector<Notice>& notices, const RenderOptions& options);
 
+/// Notice `i` of `notices` alone, as append_notices writes it.
+void append_notice(std::string& t, const std::vector<Notice>& notices, std::size_t i, const RenderOptions& options);
+
 /// The notices as a structured array: each {"severity","sqlstate"} (null when
-/// not sent) plus its non-empty fields, every value exact (to_json).
-nlohmann::json notices_json(const std::vector<Notice>& notices);
+/// not sent) plus its non-empty fields, every value exact (to_json). Only the
+/// first `count` notices, when fewer are shown.
+nlohmann::json notices_json(const std::vector<Notice>& notices, std::size_t count = SIZE_MAX);
 
 /// The SHA-256 fields of the notices, for withheld_sha256.
 void hash_notices(Sha256& h, const std::vector<Notice>& notices);

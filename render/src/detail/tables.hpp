@@ -13,7 +13,8 @@ namespace rawtool::render::detail {
 /// What the escape grammar does with a code point.
 enum class CodePointClass : std::uint8_t {
   plain = 0,      ///< copied as it is
-  escape = 1,     ///< always escaped: Cc Cf Co Cn Cs Zl Zp, Zs but U+0020, Default_Ignorable_Code_Point
+  escape = 1,     ///< always escaped: Cc Cf Co Cn Cs Zl Zp, Zs but U+0020, Default_Ignorable_Code_Point,
+                  ///< L*/M*/S* named "... BLANK"/"... FILLER" in UnicodeData.txt
   combining = 2,  ///< a combining mark (Mn Mc Me): escaped at the start of a line or cell only
 };
 

@@ -22,6 +22,10 @@ inline constexpr std::string_view own_prefix = "rawtool: ";
 /// A line of quoted untrusted prose (a field of a failure, a notice, catalog
 /// prose): the rest of the line is escaped in the line context.
 inline constexpr std::string_view quote_prefix = "> ";
+/// Stands in place of the quoted lines under a field's label when the
+/// database sent that field with no text, so that an empty field reads apart
+/// from one not sent (which has no label at all).
+inline constexpr std::string_view sent_empty_marker = "rawtool: (empty: the database sent this field with no text)";
 /// The one line naming a result's columns; each name and type escaped in the
 /// cell context, in double quotes.
 inline constexpr std::string_view columns_prefix = "columns: ";

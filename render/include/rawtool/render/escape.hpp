@@ -29,7 +29,10 @@ enum class EscapeContext {
 /// Code points escaped: general categories Cc, Cf, Co, Cn, Zl, Zp, Zs other
 /// than U+0020 (and Cs, which strict decoding never yields);
 /// Default_Ignorable_Code_Point (variation selectors, the Tags
-/// block, emoji tag sequences included, U+3164 ...); a combining mark (Mn, Mc,
+/// block, emoji tag sequences included, U+3164 ...); the letters, marks and
+/// symbols that render as blank, named "... BLANK" or "... FILLER" in
+/// UnicodeData.txt (U+2800 BRAILLE PATTERN BLANK, the Hangul fillers, U+13441
+/// EGYPTIAN HIEROGLYPH FULL BLANK ...); a combining mark (Mn, Mc,
 /// Me) at the start of a line or cell; with ascii_only, everything from
 /// U+0080 up. The set is generated at build time from the Unicode Character
 /// Database. Everything else, non-ASCII text included, is copied as it is.

@@ -13,16 +13,25 @@ namespace rawtool::render {
 /// (path, driver, grammar-checked SQLSTATE or SQLite extended code with its
 /// condition name, severity); the boundary notice; an opening marker with a
 /// fresh random nonce; each non-empty untrusted field under a label the
-/// renderer writes, quoted per line with "> "; the closing marker.
+/// renderer writes, quoted per line with "> ", and each field the engine sent
+/// empty (Failure::sent_empty) under its label with contract::sent_empty_marker
+/// in place of the quote ("" on the structured surface; a field not sent has
+/// neither label nor member); the closing marker.
 ///
 /// Rows the statement sent before it failed are counted in the header
 /// (`rows_before_failure=N`) and in a line of rawtool's own, never shown.
+///
+/// Within options.budget the failure's own fields come before its notices:
+/// the notices are shown in order while they fit, and those past the budget
+/// are counted in the header (`notices_not_shown=N`), in a "left out" line of
+/// rawtool's own and in the structured member "notices_not_shown" (present
+/// only then), so that a failure is never withheld for its notices.
 ///
 /// Refuses (Rendered::refused) when the driver withheld the failure's text for
 /// its size (Failure::withheld; reason `limit`), when a code fails its grammar (SQLSTATE
 /// ^[0-9A-Z]{5}$, severity in ERROR FATAL PANIC WARNING NOTICE DEBUG INFO LOG,
 /// SQLite code defined by sqlite3.h; for the failure and for every notice),
-/// when the text would exceed options.budget, when the post-render self-check
+/// when the text would exceed options.budget with no notice shown, when the post-render self-check
 /// fails, or when `provenance` is not the raw path (a certified failure shows
 /// no database text). A refusal carries the reason, the sizes, the SQLSTATE
 /// where it is valid and withheld_sha256(failure), and none of the untrusted
