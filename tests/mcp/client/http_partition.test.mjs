@@ -3,8 +3,11 @@
 // moment the statement's bytes reach it (a network partition). The server
 // never sees the statement, never answers, and takes no cancel request; the
 // call's own deadline is a minute away. The stop must not wait for it: the
-// shutdown grace (1 s), then the driver's give-up after its cancel (2 s),
-// then the call is answered 503 and the process exits 0.
+// shutdown grace (1 s), then the driver's give-up after its cancel (2 s), then
+// its attempt to end the backend from its reserve connection, held too (about
+// 2 s): 5.3 s in all here, all of it timers. Then the call is answered 503 and
+// the process exits 0. The bound, 12 s, leaves room for a slow machine and
+// is still far from the call's minute.
 //
 //   RAWTOOL_TEST_PG_READER_URL=... node http_partition.test.mjs --binary build/dev/rawtool/rawtool
 
@@ -109,7 +112,7 @@ test("SIGTERM while the database has stopped answering mid-statement exits withi
     const took = Date.now() - stoppedAt;
     assert.equal(exitCode, 0);
     t.diagnostic(`stopped in ${took} ms`);
-    assert.ok(took < 8000, `the server took ${took} ms to stop`);
+    assert.ok(took < 12000, `the server took ${took} ms to stop`);
     const answer = await call;
     assert.equal(answer.status, 503);
     const body = await answer.json();
