@@ -179,8 +179,11 @@ test("a call the SDK aborts is cancelled on the server: notifications/cancelled 
   const before = unansweredCalls(server);
   const controller = new AbortController();
   const started = Date.now();
-  const call = client.callTool({ name: "raw_sql", arguments: { sql: longSql } }, undefined, { signal: controller.signal });
-  setTimeout(() => controller.abort("the user gave up"), 300);
+  // Aborted once the server says the call runs (its first progress notification).
+  const call = client.callTool({ name: "raw_sql", arguments: { sql: longSql } }, undefined, {
+    signal: controller.signal,
+    onprogress: () => controller.abort("the user gave up"),
+  });
   await assert.rejects(call);
   // The call's own request is then answered with nothing, well before the
   // statement's 5 s timeout would have ended it.
