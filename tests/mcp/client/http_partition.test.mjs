@@ -72,13 +72,17 @@ test("SIGTERM while the database has stopped answering mid-statement exits withi
   const target = new URL(pgUrl);
   const marker = `rawtool_partitioned_${Date.now()}`;
   const proxy = await partitionProxy(target.hostname, Number(target.port || 5432), marker);
+  // rawtool reaches the server through the proxy, which listens here on the
+  // loopback, wherever the server itself is (another container in CI).
   const through = new URL(pgUrl);
+  through.hostname = "127.0.0.1";
   through.port = String(proxy.port);
   through.searchParams.set("connect_timeout", "5");
   const server = await startHttpServer(binary, {
     databases: [{ label: "pg", url: through.toString(), limits: { statement_timeout_ms: 60000 } }],
     http: { tokens: [{ name: "partitioned", sha256: sha256Hex(token) }], shutdown_grace_seconds: 1 },
   });
+  let stopped = false;
   try {
     assert.ok(server.url, "the server did not start");
     const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${token}` };
@@ -105,6 +109,7 @@ test("SIGTERM while the database has stopped answering mid-statement exits withi
       new Promise((_, reject) => setTimeout(() => reject(new Error("the statement did not reach the proxy within 10 s")), 10000).unref()),
     ]);
     const stoppedAt = Date.now();
+    stopped = true;
     const exitCode = await Promise.race([
       server.stop(),
       new Promise((_, reject) => setTimeout(() => reject(new Error("SIGTERM did not end the server within 20 s")), 20000).unref()),
@@ -119,6 +124,8 @@ test("SIGTERM while the database has stopped answering mid-statement exits withi
     assert.equal(body.id, "held");
     assert.equal(body.error.code, -32000);
   } finally {
+    // Released first, so that a server a failed test did not stop ends at once.
     proxy.close();
+    if (!stopped && server.url) await server.stop();
   }
 });
