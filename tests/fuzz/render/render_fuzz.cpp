@@ -132,7 +132,16 @@ void check_failure(FuzzedDataProvider& in, const rawtool::render::RenderOptions&
   want("hint", f.hint);
   want("context", f.context);
   want("constraint", f.constraint);
-  for (std::size_t i = 0; i < f.notices.size(); ++i) {
+  // Notices give way to the failure's own fields: those past the budget are
+  // the last ones, counted in the header and in notices_not_shown.
+  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured()));
+  const std::size_t not_shown = wire.value("notices_not_shown", std::size_t{0});
+  expect(not_shown <= f.notices.size() && (not_shown == 0 || wire.at("notices_not_shown") != 0), "notices_not_shown's count");
+  const std::size_t shown = f.notices.size() - not_shown;
+  const std::string header = r.text().substr(0, r.text().find('\n')) + ";";
+  expect((not_shown != 0) == (header.find("; notices_not_shown=" + std::to_string(not_shown) + ";") != std::string::npos),
+         "the header's count of notices not shown");
+  for (std::size_t i = 0; i < shown; ++i) {
     const std::string prefix = "notice " + std::to_string(i + 1) + " ";
     if (!f.notices[i].message.empty()) expected.emplace_back(prefix + "message", bytes_of(f.notices[i].message));
     if (!f.notices[i].hint.empty()) expected.emplace_back(prefix + "hint", bytes_of(f.notices[i].hint));
@@ -140,14 +149,14 @@ void check_failure(FuzzedDataProvider& in, const rawtool::render::RenderOptions&
   if (options.show_statement) want("statement", f.statement);
   expect(fields == expected, "the quoted fields do not carry the values back");
 
-  const auto wire = nlohmann::json::parse(rawtool::render::dump(r.structured()));
   expect(wire.at("kind") == "raw_failure", "a failure's kind");
   const auto& untrusted = wire.at("untrusted");
   for (const auto& [label, bytes] : expected) {
     if (label.starts_with("notice ")) continue;
     expect(rawtool::test::json_bytes(untrusted.at(label)) == bytes, "structured field", label);
   }
-  for (std::size_t i = 0; i < f.notices.size(); ++i)
+  expect(untrusted.at("notices").size() == shown, "structured notices beside notices_not_shown");
+  for (std::size_t i = 0; i < shown; ++i)
     if (!f.notices[i].message.empty())
       expect(rawtool::test::json_bytes(untrusted.at("notices").at(i).at("message")) == bytes_of(f.notices[i].message), "structured notice");
 }
