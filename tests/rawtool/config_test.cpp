@@ -623,6 +623,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(defaults.session_idle_seconds == 3600);
   CHECK(defaults.request_timeout_seconds == 30);
   CHECK(defaults.idle_timeout_seconds == 60);
+  CHECK(defaults.head_timeout_seconds == 10);
   CHECK(defaults.shutdown_grace_seconds == 5);
   CHECK(defaults.sessions);
   CHECK(defaults.max_connections == 1024);
@@ -635,7 +636,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
                                           std::string(64, 'c') + R"("}],
       "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true,
       "max_sessions": 10, "max_sessions_per_token": 3, "max_calls_per_token": 2, "session_idle_seconds": 60,
-      "request_timeout_seconds": 5, "idle_timeout_seconds": 7, "shutdown_grace_seconds": 0, "sessions": false,
+      "request_timeout_seconds": 5, "idle_timeout_seconds": 7, "head_timeout_seconds": 2, "shutdown_grace_seconds": 0, "sessions": false,
       "max_connections": 3})");
   REQUIRE(set.tokens.size() == 3);
   CHECK(set.tokens[0].name == "ci");
@@ -652,6 +653,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(set.session_idle_seconds == 60);
   CHECK(set.request_timeout_seconds == 5);
   CHECK(set.idle_timeout_seconds == 7);
+  CHECK(set.head_timeout_seconds == 2);
   CHECK(set.shutdown_grace_seconds == 0);
   CHECK_FALSE(set.sessions);
   CHECK(set.max_connections == 3);
@@ -681,6 +683,8 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       {R"({"session_idle_seconds": 0.5})", "http.session_idle_seconds"},
       {R"({"request_timeout_seconds": 0})", "http.request_timeout_seconds"},
       {R"({"idle_timeout_seconds": 86401})", "http.idle_timeout_seconds"},
+      {R"({"head_timeout_seconds": 0})", "http.head_timeout_seconds"},
+      {R"({"head_timeout_seconds": 3601})", "http.head_timeout_seconds"},
       {R"({"shutdown_grace_seconds": -1})", "http.shutdown_grace_seconds"},
       {R"({"sessions": "off"})", "http.sessions"},
       {R"({"max_connections": 0})", "http.max_connections"},

@@ -169,7 +169,9 @@ struct HttpConfig {
   std::vector<HttpToken> tokens;
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 1024 * 1024;
-  /// Connections open at once; more are closed as soon as they are accepted.
+  /// Connections open at once. One more closes the oldest connection waiting
+  /// for a request (first those that never carried a valid token); when none
+  /// waits, it is closed as soon as it is accepted.
   std::size_t max_connections = 1024;
   bool allow_unauthenticated = false;
   std::size_t max_sessions = 1024;
@@ -183,6 +185,11 @@ struct HttpConfig {
   std::size_t request_timeout_seconds = 30;
   /// A connection with no request for this long is closed.
   std::size_t idle_timeout_seconds = 60;
+  /// A request's headers must be complete within this long: of the
+  /// connection's opening for its first request (a client that connects and
+  /// sends nothing is gone sooner than idle_timeout), of its first byte for
+  /// the others.
+  std::size_t head_timeout_seconds = 10;
   /// On SIGTERM or SIGINT: how long calls in flight may still finish.
   std::size_t shutdown_grace_seconds = 5;
   /// False: stateless, no Mcp-Session-Id; every request stands alone.

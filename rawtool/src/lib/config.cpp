@@ -401,7 +401,7 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   detail::reject_unknown_keys(value,
                               {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated", "max_sessions",
                                "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds",
-                               "request_timeout_seconds", "idle_timeout_seconds", "shutdown_grace_seconds", "sessions",
+                               "request_timeout_seconds", "idle_timeout_seconds", "head_timeout_seconds", "shutdown_grace_seconds", "sessions",
                                "max_connections"},
                               "http");
   HttpConfig http;
@@ -446,6 +446,7 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   count("session_idle_seconds", 604800, http.session_idle_seconds);
   count("request_timeout_seconds", 3600, http.request_timeout_seconds);
   count("idle_timeout_seconds", 86400, http.idle_timeout_seconds);
+  count("head_timeout_seconds", 3600, http.head_timeout_seconds);
   if (const auto grace = value.find("shutdown_grace_seconds"); grace != value.end()) {
     http.shutdown_grace_seconds = static_cast<std::size_t>(detail::read_integer(*grace, "http.shutdown_grace_seconds", 0, 3600));
   }

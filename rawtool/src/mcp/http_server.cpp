@@ -2,6 +2,7 @@
 
 #include "mcp/dispatcher.hpp"
 #include "mcp/http_event_stream.hpp"
+#include "mcp/http_idle.hpp"
 #include "mcp/http_sessions.hpp"
 #include "mcp/worker_pool.hpp"
 
@@ -81,6 +82,10 @@ public:
   /// Which sessions exist, whose they are, and the limits on them.
   SessionRegistry& sessions() noexcept { return sessions_; }
 
+  /// The connections waiting for a request, one of which a new connection
+  /// closes at max_connections.
+  IdleConnections& idle() noexcept { return idle_; }
+
   /// Ends `session` off the I/O threads (its running statements are
   /// cancelled, which may take a moment), then runs `done` on `executor`.
   void close_in_background(std::shared_ptr<HttpSession> session, asio::any_io_executor executor, std::function<void()> done) {
@@ -131,6 +136,9 @@ private:
 
   const HttpServerConfig& config_;
   const OperatorLog& log_;
+  // Declared before everything that can hold a connection, so destroyed
+  // after it: a connection leaves it when it is destroyed.
+  IdleConnections idle_;
   WorkerPool pool_;           // outlives the sessions, which are declared after it
   SessionRegistry sessions_;  // made on pool_; its unregistered sessions (held by connections) are released before it
   std::mutex written_mutex_;
@@ -162,6 +170,7 @@ private:
   asio::steady_timer accept_pause_{acceptor_.get_executor()};
   std::size_t accept_failures_ = 0;      // in a row; on the acceptor's strand
   std::size_t refused_connections_ = 0;  // in a row; on the acceptor's strand
+  std::size_t made_room_ = 0;            // connections closed for a new one, in a row; on the acceptor's strand
   // Once the acceptor closes, a connection waiting for a worker's answer has
   // no operation pending; the guard keeps the I/O threads running for it
   // until shut_down() stops them.
@@ -183,7 +192,10 @@ private:
 class Connection : public std::enable_shared_from_this<Connection> {
 public:
   Connection(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) { ++server_.connections; }
-  ~Connection() { --server_.connections; }
+  ~Connection() {
+    if (waiting_) server_.idle().leave(*waiting_);
+    --server_.connections;
+  }
 
   void start() { read_header(); }
 
@@ -199,6 +211,10 @@ public:
 private:
   void read_header();
   void read_request_header();
+  /// Taken from the waiting connections, under `ticket`, to admit a new one
+  /// (on the strand): closed, unless it has stopped waiting under that
+  /// ticket meanwhile (its request's headers came).
+  void close_for_room(IdleConnections::Ticket ticket);
   /// Answers a request Beast could not parse with 400 (431 for headers over
   /// the limit), logs it and closes; false for an error that is no request
   /// (the client closed, or went quiet).
@@ -256,6 +272,13 @@ private:
   Server& server_;
   const HttpClient* client_ = nullptr;
   Phase phase_ = Phase::reading;
+  /// Among the server's waiting connections, from when it waits for a
+  /// request until that request's headers are complete.
+  std::optional<IdleConnections::Ticket> waiting_;
+  bool authenticated_ = false;  ///< a request of this connection carried a valid token
+  bool served_ = false;         ///< a request's headers were complete on this connection
+  Clock::time_point opened_ = Clock::now();
+  Clock::time_point request_started_;  ///< the first byte of the request being read
   std::shared_ptr<HttpSession> session_;
   SessionOrigin session_origin_ = SessionOrigin::named;
   std::string rpc_method_;  // for the log: the JSON-RPC method, when it is a string
@@ -348,10 +371,20 @@ void Connection::read_header() {
   events_.reset();
   rpc_method_.clear();
   request_id_ = nullptr;
+  if (!waiting_) {
+    waiting_ = server_.idle().enter(authenticated_, [weak = weak_from_this(), executor = stream_.get_executor()](IdleConnections::Ticket ticket) {
+      asio::post(executor, [weak, ticket] {
+        if (const auto self = weak.lock()) self->close_for_room(ticket);
+      });
+    });
+  }
   if (buffer_.size() != 0) return read_request_header();  // the next request has begun
-  // Waiting for a request is bounded by idle_timeout; once its first byte is
-  // here, the whole request by request_timeout.
-  stream_.expires_after(server_.config().idle_timeout);
+  // Waiting for a request is bounded by idle_timeout, and for the first
+  // request by head_timeout too: a client that connects and sends nothing
+  // is not kept for a minute. Once its first byte is here, the whole request
+  // by request_timeout, its headers also by head_timeout.
+  const auto& config = server_.config();
+  stream_.expires_after(served_ ? config.idle_timeout : std::min(config.idle_timeout, config.head_timeout));
   stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code error, std::size_t read) {
     if (error) return;  // closed or idle too long: the connection ends
     self->buffer_.commit(read);
@@ -359,8 +392,20 @@ void Connection::read_header() {
   });
 }
 
+void Connection::close_for_room(IdleConnections::Ticket ticket) {
+  if (waiting_ != ticket) return;  // its request's headers came first: it is served
+  waiting_.reset();
+  beast::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.socket().close(ignored);  // the read pending ends, and the connection with it
+}
+
 void Connection::read_request_header() {
-  stream_.expires_after(server_.config().request_timeout);
+  const auto& config = server_.config();
+  request_started_ = Clock::now();
+  Clock::time_point head_deadline = request_started_ + std::min(config.head_timeout, config.request_timeout);
+  if (!served_) head_deadline = std::min(head_deadline, opened_ + config.head_timeout);
+  stream_.expires_at(head_deadline);
   http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
     if (self->refuse_malformed(error)) return;
     if (error) return;  // closed or timed out: the connection ends
@@ -408,6 +453,9 @@ void Connection::refuse_malformed(Malformed what) {
 }
 
 void Connection::on_header() {
+  if (waiting_) server_.idle().leave(*std::exchange(waiting_, std::nullopt));
+  served_ = true;
+  stream_.expires_at(request_started_ + server_.config().request_timeout);  // for the body
   const auto& request = parser_->get();
   const auto target = std::string_view(request.target().data(), request.target().size());
   const auto method = request.method();
@@ -432,6 +480,7 @@ void Connection::on_header() {
   if (!server_.config().clients.empty()) {
     const auto authorization = header(request, http::field::authorization);
     client_ = authorization ? authenticate(*authorization, server_.config().clients) : nullptr;
+    authenticated_ = authenticated_ || client_ != nullptr;
     if (client_ == nullptr) {
       log_event(server_.log(), LogLevel::warn, "rejected", "a request without a valid bearer token (401)");
       Response response(http::status::unauthorized, request.version());
@@ -768,8 +817,28 @@ void Server::accept() {
       return;
     }
     accept_failures_ = 0;
+    std::function<void()> close_waiting;
     if (connections.load() >= config_.max_connections) {
-      // Over the limit: closed at once, before a byte is read.
+      // Room is made by closing the oldest connection that waits for a
+      // request, first among those that never carried a valid token, so that
+      // idle sockets cannot lock everyone out. It closes on its own strand, a
+      // moment later: until then the server holds one connection more.
+      close_waiting = idle_.take_oldest();
+      if (close_waiting) {
+        close_waiting();
+        if (!made_room_++) {
+          log_event(log_, LogLevel::warn, "made_room",
+                    "at http.max_connections: the oldest connection waiting for a request was closed for a new one");
+        }
+      } else {
+        made_room_ = 0;
+      }
+    } else {
+      made_room_ = 0;
+    }
+    if (connections.load() >= config_.max_connections && !close_waiting) {
+      // Over the limit, and every connection busy with a request: closed at
+      // once, before a byte is read.
       beast::error_code ignored;
       socket.close(ignored);
       if (!refused_connections_++) log_event(log_, LogLevel::warn, "rejected", "a connection over http.max_connections was closed");

@@ -59,9 +59,12 @@ struct HttpServerConfig {
   std::chrono::milliseconds session_idle{3600 * 1000};
   /// A client that takes longer than request_timeout to send a request's
   /// headers and body once it has begun, or to take a response, or that
-  /// sends no request for idle_timeout, is disconnected.
+  /// sends no request for idle_timeout, is disconnected; so is one whose
+  /// request headers are not complete within head_timeout (of the opening of
+  /// the connection for its first request, of the first byte for later ones).
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds idle_timeout{60000};
+  std::chrono::milliseconds head_timeout{10000};
   /// False: stateless. No Mcp-Session-Id is issued or read; every request is
   /// answered by a session of its own that lives as long as the request, so
   /// any instance behind a load balancer can take any request. A call is

@@ -43,6 +43,7 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen)
   server.session_idle = std::chrono::seconds(config.http.session_idle_seconds);
   server.request_timeout = std::chrono::seconds(config.http.request_timeout_seconds);
   server.idle_timeout = std::chrono::seconds(config.http.idle_timeout_seconds);
+  server.head_timeout = std::chrono::seconds(config.http.head_timeout_seconds);
   server.shutdown_grace = std::chrono::seconds(config.http.shutdown_grace_seconds);
   server.sessions = config.http.sessions;
   return server;

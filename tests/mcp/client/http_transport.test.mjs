@@ -71,6 +71,43 @@ async function servedOnceRoom(url) {
   }
 }
 
+// Resolves once `connection` (a rawConnection) has received text matching
+// `pattern`; fails after 10 s.
+async function receivedOn(connection, pattern) {
+  const deadline = Date.now() + 10000;
+  let received = "";
+  const seen = new Promise((resolve) => {
+    const look = (chunk) => {
+      received += chunk;
+      if (pattern.test(received)) {
+        connection.socket.off("data", look);
+        resolve(received);
+      }
+    };
+    connection.socket.on("data", look);
+  });
+  const late = new Promise((_, reject) =>
+    setTimeout(() => reject(new Error(`nothing matching ${pattern} within 10 s; received ${JSON.stringify(received)}`)), deadline - Date.now()).unref(),
+  );
+  return Promise.race([seen, late]);
+}
+
+// A raw connection that has sent `initialize` with the token and read its
+// answer: it now waits for its next request, and has carried a valid token.
+async function servedWithToken(url) {
+  const connection = await rawConnection(url);
+  const body = JSON.stringify(initialize);
+  connection.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  await receivedOn(connection, /"protocolVersion"/);
+  return connection;
+}
+
+// Whether `connection` is closed by now (what has already arrived is seen):
+// for one that must still be open after the event that would have closed it.
+async function isClosed(connection) {
+  return (await Promise.race([connection.closed.then(() => true), new Promise((resolve) => setImmediate(() => resolve(false)))]));
+}
+
 function toolCall(id, sql) {
   return { jsonrpc: "2.0", id, method: "tools/call", params: { name: "raw_sql", arguments: { sql } } };
 }
@@ -123,6 +160,42 @@ describe("timeouts", () => {
     assert.match(received, /^HTTP\/1\.1 200 /);
     assert.ok(received.includes('"protocolVersion"'));
     assert.ok(busyAfter >= 1300 + 1900, `the served connection closed after ${busyAfter} ms`);
+  });
+});
+
+describe("head_timeout_seconds", () => {
+  let server;
+  before(async () => {
+    const config = structuredClone(baseConfig);
+    Object.assign(config.http, { head_timeout_seconds: 1, request_timeout_seconds: 5, idle_timeout_seconds: 5 });
+    server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+  });
+  after(async () => {
+    if (server?.url) assert.equal(await server.stop(), 0);
+  });
+
+  test("a connection that sends nothing, or its headers a byte at a time, is closed at head_timeout_seconds of its opening", async () => {
+    const silent = await rawConnection(server.url);
+    const slow = await rawConnection(server.url);
+    const head = `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n`;
+    let sent = 0;
+    const drip = setInterval(() => slow.socket.write(head[sent++ % head.length]), 100);
+    try {
+      for (const { after, received } of [await silent.closed, await slow.closed]) {
+        assert.ok(after >= 900 && after < 3000, `closed after ${after} ms, not at head_timeout_seconds`);
+        assert.equal(received, "");
+      }
+    } finally {
+      clearInterval(drip);
+    }
+  });
+
+  test("a connection served once waits idle_timeout_seconds for its next request, not head_timeout_seconds", async () => {
+    const served = await servedWithToken(server.url);
+    await new Promise((resolve) => setTimeout(resolve, 1500));  // past head_timeout_seconds, within idle_timeout_seconds
+    assert.equal(await isClosed(served), false, "a kept-alive connection was closed at head_timeout_seconds");
+    served.socket.destroy();
   });
 });
 
@@ -293,13 +366,25 @@ function cpuSeconds(pid) {
 }
 
 describe("connections", () => {
-  test("a connection over max_connections is closed unread; one more fits once another closes", async () => {
+  test("a connection over max_connections is closed unread when every connection is busy with a request; one more fits once another closes", async () => {
     const config = structuredClone(baseConfig);
-    config.http.max_connections = 3;
+    Object.assign(config.http, { max_connections: 3, sessions: false });
     const server = await startHttpServer(binary, config);
     assert.ok(server.url);
     try {
-      const held = [await rawConnection(server.url), await rawConnection(server.url), await rawConnection(server.url)];
+      // Busy: each runs a tool call the server has said it started (its
+      // progress event), so none waits for a request and none may be closed
+      // to make room.
+      const held = [];
+      for (let i = 0; i < 3; ++i) {
+        const connection = await rawConnection(server.url);
+        const call = toolCall(i, endlessSql);
+        call.params._meta = { progressToken: `busy-${i}` };
+        const body = JSON.stringify(call);
+        connection.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        await receivedOn(connection, /notifications\/progress/);
+        held.push(connection);
+      }
       const extra = await rawConnection(server.url);
       const closed = await Promise.race([extra.closed, new Promise((resolve) => setTimeout(() => resolve(null), 2000))]);
       assert.ok(closed !== null, "the fourth connection was kept open");
@@ -309,6 +394,73 @@ describe("connections", () => {
       assert.equal(await servedOnceRoom(server.url), 200, "a connection fits again");
       for (const connection of held.slice(1)) connection.socket.destroy();
     } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test("at max_connections a new connection closes the oldest waiting one, first those that never carried a valid token", async () => {
+    const config = structuredClone(baseConfig);
+    config.http.max_connections = 2;
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    try {
+      const first = await servedWithToken(server.url);
+      const second = await servedWithToken(server.url);
+      // Both wait and both carried a token: the oldest goes.
+      const third = await rawConnection(server.url);
+      assert.equal((await first.closed).received.match(/HTTP\/1\.1 /g).length, 1, "the first connection got nothing more");
+      // The third never carried a token: it goes before the second, though newer.
+      const fourth = await rawConnection(server.url);
+      assert.equal((await third.closed).received, "");
+      assert.equal(await isClosed(second), false, "a connection that carried a token was closed before one that never did");
+      fourth.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      assert.match(await receivedOn(fourth, /\r\n\r\nok\n/), /^HTTP\/1\.1 200 /);
+      assert.ok(server.log().includes('"event":"made_room"'), "making room is not logged");
+      second.socket.destroy();
+      fourth.socket.destroy();
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test("/healthz and a token holder are served while an attacker holds every connection idle and reopens each one closed", async () => {
+    const config = structuredClone(baseConfig);
+    config.http.max_connections = 8;
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    let attacking = true;
+    const attacker = new Set();
+    const hold = async () => {
+      if (!attacking) return;
+      const connection = await rawConnection(server.url).catch(() => null);
+      if (connection === null) return void setImmediate(hold);
+      attacker.add(connection);
+      connection.closed.then(() => {
+        attacker.delete(connection);
+        hold();
+      });
+    };
+    try {
+      for (let i = 0; i < 8; ++i) await hold();
+      let served = 0;
+      for (let i = 0; i < 30; ++i) {
+        const connection = await rawConnection(server.url);
+        connection.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        if (/^HTTP\/1\.1 200 /.test((await connection.closed).received)) ++served;
+      }
+      // Each new connection closes the oldest waiting one, and the attacker's
+      // are older than a client's that sends at once: only an attacker who
+      // reopens all eight between a client's connect and its headers gets
+      // that client closed. Before, every one of these was closed unread.
+      assert.ok(served >= 28, `${served} of 30 /healthz requests answered 200`);
+      for (let i = 0; i < 5; ++i) {
+        const connection = await servedWithToken(server.url);
+        connection.socket.destroy();
+      }
+      assert.ok(server.log().includes('"event":"made_room"'));
+    } finally {
+      attacking = false;
+      for (const connection of attacker) connection.socket.destroy();
       assert.equal(await server.stop(), 0);
     }
   });
