@@ -194,6 +194,9 @@ public:
   Connection(tcp::socket socket, Server& server) : stream_(std::move(socket)), server_(server) { ++server_.connections; }
   ~Connection() {
     if (waiting_) server_.idle().leave(*waiting_);
+    // An answer whose write failed part way (an event stream the client left)
+    // counts no more once nothing can write it.
+    if (counted(phase_)) enter(Phase::closing);
     --server_.connections;
   }
 
@@ -251,12 +254,15 @@ private:
     handed,     ///< the request is with its session: counted against it and its token (begin_request)
                 ///< and by the stop, which waits for its answer to be written (begin_write)
     watched,    ///< handed, a tool call whose answer is awaited: the socket is watched for a hang-up
-    answering,  ///< the session answered; the answer is being written (the stop still waits for it)
+    answering,  ///< the session answered; the answer is being written. Still counted: a reply
+                ///< waiting for a slow reader holds its token's call slot and the stop's wait
     closing,    ///< the last answer is written: the connection drains and closes
   };
   void enter(Phase next);
-  static bool counted(Phase phase) noexcept { return phase == Phase::handed || phase == Phase::watched; }
-  static bool awaited(Phase phase) noexcept { return counted(phase) || phase == Phase::answering; }
+  static bool counted(Phase phase) noexcept {
+    return phase == Phase::handed || phase == Phase::watched || phase == Phase::answering;
+  }
+  static bool unanswered(Phase phase) noexcept { return phase == Phase::handed || phase == Phase::watched; }
 
   /// How the request came by session_.
   enum class SessionOrigin {
@@ -622,12 +628,12 @@ void Connection::watch_for_hangup() {
   });
 }
 
-// The answer is about to be written: the request stops counting against its
-// session and token, and the hang-up watch ends.
+// The answer is about to be written: the hang-up watch ends. The request
+// counts against its session and token until the answer is written.
 void Connection::answered() {
   // The watch's pending wait is left to complete on its own and then does
   // nothing: cancelling it would cancel a progress event being written too.
-  if (counted(phase_)) enter(Phase::answering);
+  if (unanswered(phase_)) enter(Phase::answering);
 }
 
 void Connection::enter(Phase next) {
@@ -636,12 +642,12 @@ void Connection::enter(Phase next) {
     server_.sessions().end_request(*session_, rpc_method_ == "tools/call");
     if (session_origin_ == SessionOrigin::own) server_.sessions().end_stateless(session_);
   }
-  if (!awaited(was) && awaited(next)) server_.begin_write();
-  if (awaited(was) && !awaited(next)) server_.end_write();
+  if (!counted(was) && counted(next)) server_.begin_write();
+  if (counted(was) && !counted(next)) server_.end_write();
 }
 
 void Connection::deliver_event(const std::string& message) {
-  if (events_ && counted(phase_)) events_->send(message, false);
+  if (events_ && unanswered(phase_)) events_->send(message, false);
 }
 
 void Connection::deliver(const std::string& message) {
@@ -784,7 +790,7 @@ void Connection::send(Response response, bool close) {
   response.prepare_payload();
   auto shared = std::make_shared<Response>(std::move(response));
   stream_.expires_after(server_.config().request_timeout);
-  if (!awaited(phase_)) enter(Phase::replying);
+  if (!counted(phase_)) enter(Phase::replying);
   http::async_write(stream_, *shared, [self = shared_from_this(), shared](beast::error_code error, std::size_t) {
     self->enter(error || shared->keep_alive() ? Phase::reading : Phase::closing);
     if (error) return;

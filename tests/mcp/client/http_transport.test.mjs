@@ -359,6 +359,47 @@ describe("a stop with shutdown_grace_seconds", () => {
   });
 });
 
+describe("a reply waiting for a client that does not read", () => {
+  test("holds its token's call slot until it is written, and only its token's", async () => {
+    const config = structuredClone(baseConfig);
+    config.databases[0].limits.max_bytes = 4 * 1024 * 1024;
+    config.http.tokens.push({ name: "other", sha256: sha256Hex("other-token-9f2e") });
+    Object.assign(config.http, { sessions: false, max_calls_per_token: 1, request_timeout_seconds: 60 });
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    try {
+      // About 7 MB of answer (the cell twice: text and structured), under the
+      // 8 MiB reply limit and past what the sockets between hold unread.
+      const reader = await rawConnection(server.url);
+      const body = JSON.stringify(toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x"));
+      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      // Its first bytes arrive: the answer is being written. Reading stops there.
+      let received = await new Promise((resolve) => reader.socket.once("data", (chunk) => { reader.socket.pause(); resolve(chunk.length); }));
+      assert.ok(received < 6 * 1024 * 1024);
+      const probe = toolCall("probe", "SELECT 1");
+      const refused = await (await poster(server.url)(probe)).json();
+      assert.equal(refused.error?.code, -32000, `a second call of the token ran beside an unwritten reply: ${JSON.stringify(refused)}`);
+      const other = await poster(server.url)(probe, { authorization: "Bearer other-token-9f2e" });
+      assert.equal((await other.json()).result?.isError, false, "another token was held back");
+      // Read to the end: the slot is free once the write has completed, which
+      // the server learns on its own time, so the probe is repeated (5 s).
+      reader.socket.on("data", (chunk) => (received += chunk.length));
+      reader.socket.resume();
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const answer = await (await poster(server.url)(probe)).json();
+        if (answer.result) break;
+        assert.ok(Date.now() < deadline, `the slot stayed taken after the reply was read (${received} bytes)`);
+        await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline bounds the wait
+      }
+      assert.ok(received > 7 * 1000 * 1000, `the reply was ${received} bytes`);
+      reader.socket.destroy();
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
 // CPU seconds the process has used (user + system), from /proc.
 function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
