@@ -374,7 +374,10 @@ TEST_CASE("the byte cap withholds a whole row that does not fit and never shorte
   if (!url) return;
   auto driver = superuser_driver(*url);
   Limits limits;
-  limits.max_bytes = 1 + 100 + 100;  // the column name "s", then two 100-byte cells
+  // The column name "s", then two rows of one 100-byte cell, each row and cell
+  // with its overhead.
+  constexpr std::uint64_t one_row = 100 + rawtool::row_overhead_bytes + rawtool::cell_overhead_bytes;
+  limits.max_bytes = 1 + 2 * one_row;
   const auto outcome = run(*driver, "SELECT repeat('x', 100) AS s FROM generate_series(1, 3) UNION ALL SELECT 'tail'", limits);
   const Rows& rows = expect<Rows>(outcome);
   REQUIRE(rows.rows.size() == 2);
@@ -382,15 +385,15 @@ TEST_CASE("the byte cap withholds a whole row that does not fit and never shorte
   CHECK(cell(rows, 1, 0) == std::string(100, 'x'));
   CHECK(rows.truncation == Truncation::byte_cap);
   CHECK(rows.rows_withheld >= 1);
-  CHECK(rows.bytes == 201);
+  CHECK(rows.bytes == 1 + 2 * one_row);
 
   SECTION("bytea counts its decoded bytes, not its hex text") {
     Limits exact;
-    exact.max_bytes = 1 + 100;
+    exact.max_bytes = 1 + one_row;
     const Rows decoded = expect<Rows>(run(*driver, "SELECT decode(repeat('ab', 100), 'hex') AS b", exact));
     REQUIRE(decoded.rows.size() == 1);
     CHECK(cell(decoded, 0, 0) == std::string(100, '\xab'));
-    CHECK(decoded.bytes == 101);
+    CHECK(decoded.bytes == 1 + one_row);
     CHECK(decoded.truncation == Truncation::none);
   }
 
@@ -402,6 +405,32 @@ TEST_CASE("the byte cap withholds a whole row that does not fit and never shorte
     CHECK(none.truncation == Truncation::byte_cap);
     CHECK(none.rows_withheld == 1);
   }
+}
+
+TEST_CASE("NULL and empty cells and rows of no columns cost against the byte cap", "[postgres][limits]") {
+  const auto url = pg_url();
+  if (!url) return;
+  auto driver = superuser_driver(*url);
+  // Ten rows' worth of the cap: the names "a" and "b", then per row its
+  // overhead and two cells with no data.
+  constexpr std::uint64_t per_row = rawtool::row_overhead_bytes + 2 * rawtool::cell_overhead_bytes;
+  Limits limits;
+  limits.max_bytes = 2 + 10 * per_row;
+  for (const char* statement : {"SELECT NULL::text AS a, NULL::int AS b FROM generate_series(1, 100000)",
+                                "SELECT '' AS a, ''::bytea AS b FROM generate_series(1, 100000)"}) {
+    CAPTURE(statement);
+    const Rows& rows = expect<Rows>(run(*driver, statement, limits));
+    CHECK(rows.rows.size() == 10);
+    CHECK(rows.bytes == limits.max_bytes);
+    CHECK(rows.truncation == Truncation::byte_cap);
+    CHECK(rows.more_unread);
+  }
+  Limits rows_only;
+  rows_only.max_bytes = 10 * rawtool::row_overhead_bytes;
+  const Rows& empty_rows = expect<Rows>(run(*driver, "SELECT FROM generate_series(1, 100000)", rows_only));
+  CHECK(empty_rows.columns.empty());
+  CHECK(empty_rows.rows.size() == 10);
+  CHECK(empty_rows.truncation == Truncation::byte_cap);
 }
 
 TEST_CASE("a stop from another thread ends a running statement and the next call works", "[postgres][limits]") {

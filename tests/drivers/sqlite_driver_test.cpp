@@ -585,19 +585,37 @@ TEST_CASE("sqlite row cap keeps the first rows and counts the withheld one", "[s
 TEST_CASE("sqlite byte cap withholds a whole row that does not fit and never shortens a cell", "[sqlite][limits]") {
   auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
   Limits limits;
-  limits.max_bytes = 1 + 100 + 100;
+  constexpr std::uint64_t one_row = 100 + rawtool::row_overhead_bytes + rawtool::cell_overhead_bytes;
+  limits.max_bytes = 1 + 2 * one_row;  // the column name "s", then two rows of one 100-byte cell
   const Rows rows = expect<Rows>(run(*driver, "SELECT printf('%.*c', 100, 'x') AS s FROM (VALUES (1), (2), (3))", limits));
   REQUIRE(rows.rows.size() == 2);
   CHECK(cell(rows, 1, 0) == std::string(100, 'x'));
   CHECK(rows.truncation == Truncation::byte_cap);
   CHECK(rows.rows_withheld == 1);
-  CHECK(rows.bytes == 201);
+  CHECK(rows.bytes == 1 + 2 * one_row);
   Limits tiny;
   tiny.max_bytes = 10;
   const Rows none = expect<Rows>(run(*driver, "SELECT zeroblob(50) AS s", tiny));
   CHECK(none.rows.empty());
   CHECK(none.rows_withheld == 1);
   CHECK(none.truncation == Truncation::byte_cap);
+}
+
+TEST_CASE("sqlite NULL and empty cells cost against the byte cap", "[sqlite][limits]") {
+  auto driver = rawtool::make_sqlite_driver(":memory:", AccessMode::read_only);
+  constexpr std::uint64_t per_row = rawtool::row_overhead_bytes + 2 * rawtool::cell_overhead_bytes;
+  Limits limits;
+  limits.max_bytes = 2 + 10 * per_row;  // the names "a" and "b", then ten rows of two empty cells
+  limits.max_rows = 100000;
+  const std::string numbers = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100000) ";
+  for (const std::string select : {"SELECT NULL AS a, NULL AS b FROM n", "SELECT '' AS a, x'' AS b FROM n"}) {
+    CAPTURE(select);
+    const Rows rows = expect<Rows>(run(*driver, numbers + select, limits));
+    CHECK(rows.rows.size() == 10);
+    CHECK(rows.bytes == limits.max_bytes);
+    CHECK(rows.truncation == Truncation::byte_cap);
+    CHECK(rows.more_unread);
+  }
 }
 
 TEST_CASE("sqlite a stop from another thread ends a running statement", "[sqlite][limits]") {

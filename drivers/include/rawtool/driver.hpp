@@ -24,13 +24,23 @@ enum class AccessMode { read_only, read_write };
 /// "read_only" or "read_write".
 std::string_view access_mode_name(AccessMode mode) noexcept;
 
+/// What a cell and a row cost against Limits::max_bytes beyond their data:
+/// about what each takes on the wire (a length word) and in a reply (`null,`).
+/// Memory for a kept result is then at most a small multiple of max_bytes
+/// (a cell's place in rawtool's structures is 40 bytes, five times its cost),
+/// however wide the rows and however empty their cells.
+inline constexpr std::uint64_t cell_overhead_bytes = 8;
+inline constexpr std::uint64_t row_overhead_bytes = 8;
+
 /// Limits on one statement. Every one holds whatever the statement does.
 struct Limits {
   std::chrono::milliseconds statement_timeout{5000};
   std::chrono::milliseconds lock_timeout{1000};
   std::uint64_t max_rows = 1000;
-  /// Bytes of cell and column-name data kept; a row that would pass it is left
-  /// out whole and counted, never shortened.
+  /// Bytes of the result kept: cell and column-name data, plus
+  /// `cell_overhead_bytes` for every cell and `row_overhead_bytes` for every
+  /// row, so NULLs, empty strings and rows of no columns are not free. A row
+  /// that would pass it is left out whole and counted, never shortened.
   std::uint64_t max_bytes = 1024 * 1024;
   /// Longest statement accepted, in bytes.
   std::size_t max_statement_bytes = 256 * 1024;

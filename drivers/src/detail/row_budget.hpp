@@ -34,14 +34,16 @@ public:
   /// True while every row offered so far was kept.
   [[nodiscard]] bool open() const noexcept { return rows_.truncation == Truncation::none; }
 
-  /// Offers a row of `row_bytes` bytes of cell data. Returns true when it fits
-  /// (the caller then adds it with keep); false when it is withheld, which
-  /// closes the budget: later rows are only counted.
-  bool offer(std::uint64_t row_bytes) noexcept {
+  /// Offers a row of `data_bytes` bytes of cell data; the row and each of
+  /// its cells also cost their overhead (see Limits::max_bytes). Returns true
+  /// when it fits (the caller then adds it with keep); false when it is
+  /// withheld, which closes the budget: later rows are only counted.
+  bool offer(std::uint64_t data_bytes) noexcept {
     if (!open()) {
       ++rows_.rows_withheld;
       return false;
     }
+    const std::uint64_t row_bytes = data_bytes + row_overhead_bytes + cell_overhead_bytes * rows_.columns.size();
     if (rows_.rows.size() >= max_rows_) {
       rows_.truncation = Truncation::row_cap;
     } else if (row_bytes > max_bytes_ || rows_.bytes > max_bytes_ - row_bytes) {

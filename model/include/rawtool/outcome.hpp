@@ -140,7 +140,8 @@ struct Rows {
   bool more_unread = false;
   /// Rows affected, for statements that report it (INSERT/UPDATE/DELETE in read-write mode).
   std::optional<std::uint64_t> rows_affected;
-  /// Bytes of cell and column-name data kept (what the byte cap counts).
+  /// What the byte cap counted for what was kept: cell and column-name data
+  /// plus each row's and cell's overhead (Limits::max_bytes).
   std::uint64_t bytes = 0;
   /// NOTICEs and WARNINGs the statement raised while it ran and succeeded
   /// (RAISE NOTICE in a function, a server WARNING), in the order they arrived.
