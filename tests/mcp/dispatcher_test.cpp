@@ -317,3 +317,44 @@ TEST_CASE("a reply channel that throws on a worker is logged, the call is answer
   REQUIRE(next->wait_for(1));
   REQUIRE(next->messages()[0]["result"]["isError"] == false);
 }
+
+namespace {
+
+// A channel whose transport has no room for a call (its memory budget spent).
+class FullChannel final : public rawtool::mcp::detail::ReplyChannel {
+public:
+  void send(std::string message) override { kept_.send(std::move(message)); }
+  void notify(std::string message) override { kept_.send(std::move(message)); }
+  bool reserve() override { return false; }
+  RecordingChannel& kept() { return kept_; }
+
+private:
+  RecordingChannel kept_;
+};
+
+}  // namespace
+
+TEST_CASE("a call its transport has no room for is answered busy without running, and sends no progress",
+          "[mcp][dispatcher]") {
+  Shared shared;
+  shared.backend.release();
+  Client client(shared, description_with({"main"}));
+  auto full = std::make_shared<FullChannel>();
+  json call = raw_sql(1, "progress");
+  call["params"]["_meta"] = {{"progressToken", 9}};
+  REQUIRE(client.session.handle(call, full) == Handled::started);
+  REQUIRE(full->kept().wait_for(1));
+  const auto messages = full->kept().messages();
+  REQUIRE(messages.size() == 1);
+  REQUIRE(messages[0]["id"] == 1);
+  REQUIRE(messages[0]["error"]["code"] == static_cast<int>(ErrorCode::server_busy));
+  REQUIRE(messages[0]["error"]["message"].get<std::string>().find("try again") != std::string::npos);
+  REQUIRE(shared.backend.started() == 0);
+
+  // The id is free again, and a call with room runs.
+  auto room = std::make_shared<RecordingChannel>();
+  REQUIRE(client.session.handle(raw_sql(1, "q"), room) == Handled::started);
+  REQUIRE(room->wait_for(1));
+  REQUIRE(room->messages()[0]["result"]["isError"] == false);
+  REQUIRE(shared.backend.started() == 1);
+}

@@ -627,6 +627,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(defaults.shutdown_grace_seconds == 5);
   CHECK(defaults.sessions);
   CHECK(defaults.max_connections == 1024);
+  CHECK(defaults.max_memory_bytes == 256 * 1024 * 1024);
 
   // Databases are kept in configuration order, whatever order the token lists
   // them in, so its default is the first configured one it reaches.
@@ -637,7 +638,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       "allowed_origins": ["http://localhost:3000"], "max_body_bytes": 4096, "allow_unauthenticated": true,
       "max_sessions": 10, "max_sessions_per_token": 3, "max_calls_per_token": 2, "session_idle_seconds": 60,
       "request_timeout_seconds": 5, "idle_timeout_seconds": 7, "head_timeout_seconds": 2, "shutdown_grace_seconds": 0, "sessions": false,
-      "max_connections": 3})");
+      "max_connections": 3, "max_memory_bytes": 1099511627776})");
   REQUIRE(set.tokens.size() == 3);
   CHECK(set.tokens[0].name == "ci");
   CHECK(set.tokens[0].sha256 == digest);  // upper-case hex is read as lower-case
@@ -657,6 +658,7 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
   CHECK(set.shutdown_grace_seconds == 0);
   CHECK_FALSE(set.sessions);
   CHECK(set.max_connections == 3);
+  CHECK(set.max_memory_bytes == std::size_t{1} << 40);
 
   const std::pair<std::string, std::string> errors[] = {
       {R"([])", "http"},
@@ -688,6 +690,10 @@ TEST_CASE("the http key holds token digests, their databases, origins and the bo
       {R"({"shutdown_grace_seconds": -1})", "http.shutdown_grace_seconds"},
       {R"({"sessions": "off"})", "http.sessions"},
       {R"({"max_connections": 0})", "http.max_connections"},
+      {R"({"max_memory_bytes": 16777215})", "http.max_memory_bytes"},
+      {R"({"max_memory_bytes": 1099511627777})", "http.max_memory_bytes"},
+      // Under one call's reservation with the default max_bytes (24 MiB).
+      {R"({"max_memory_bytes": 16777216})", "http.max_memory_bytes"},
   };
   for (const auto& [http, field] : errors) {
     INFO(http);

@@ -154,6 +154,14 @@ struct DatabaseConfig {
 ///                         more is answered with error -32000
 ///     session_idle_seconds  integer 1..604800, default 3600: a session with
 ///                         no request and no call for this long is ended
+///     max_memory_bytes    integer 16777216..1099511627776, default 268435456
+///                         (256 MiB): what requests may hold at once, in all:
+///                         request bodies, running tool calls (each reserves
+///                         twice its answer's 8 MiB limit and 8 × the
+///                         largest max_bytes)
+///                         and answers not yet taken by their clients. Past
+///                         it a request gets 503, a call -32000 ("busy, try
+///                         again"). At least one call's reservation.
 struct HttpToken {
   std::string name;
   /// Lower-case hex SHA-256 of the token.
@@ -179,6 +187,8 @@ struct HttpConfig {
   std::size_t max_sessions_per_token = 0;
   /// 0: no limit per token.
   std::size_t max_calls_per_token = 0;
+  /// The transport's memory budget (see above).
+  std::size_t max_memory_bytes = 256 * 1024 * 1024;
   std::size_t session_idle_seconds = 3600;
   /// A request's headers and body must arrive within this long of its first
   /// byte, and a response must be taken by the client within it.
@@ -242,6 +252,20 @@ DatabaseConfig database_for_target(std::string_view url_or_path, const std::file
 /// limits and pool sizes, and that a read-write SQLite file exists unless
 /// sqlite.create_if_missing). Tool::open calls it. Throws ConfigError.
 void validate_config(const Config& config);
+
+/// The largest answer the MCP server sends to a tool call; a larger one is
+/// replaced by a refusal that names its size.
+inline constexpr std::size_t mcp_max_reply_bytes = 8 * 1024 * 1024;
+
+/// What one running tool call reserves of http.max_memory_bytes: its rows
+/// (up to 5 × max_bytes in rawtool's own structures, measured with 1,600
+/// columns of NULL; more while they are escaped) and its answer twice over
+/// while it is made (the JSON value and its text; measured, a 5.3 MB answer
+/// took a call 14 MiB at its peak): 2 × mcp_max_reply_bytes + 8 × the
+/// largest max_bytes of `databases`. The configuration file's `http` key is
+/// refused when its max_memory_bytes is less, and `rawtool mcp --http`
+/// refuses to start.
+[[nodiscard]] std::size_t http_call_reserve_bytes(const std::vector<DatabaseConfig>& databases) noexcept;
 
 /// True when `label` is 1-64 of [A-Za-z0-9_.-].
 [[nodiscard]] bool valid_database_label(std::string_view label) noexcept;

@@ -402,7 +402,7 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
                               {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated", "max_sessions",
                                "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds",
                                "request_timeout_seconds", "idle_timeout_seconds", "head_timeout_seconds", "shutdown_grace_seconds", "sessions",
-                               "max_connections"},
+                               "max_connections", "max_memory_bytes"},
                               "http");
   HttpConfig http;
   if (const auto tokens = value.find("tokens"); tokens != value.end()) {
@@ -447,6 +447,15 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
   count("request_timeout_seconds", 3600, http.request_timeout_seconds);
   count("idle_timeout_seconds", 86400, http.idle_timeout_seconds);
   count("head_timeout_seconds", 3600, http.head_timeout_seconds);
+  if (const auto found = value.find("max_memory_bytes"); found != value.end()) {
+    http.max_memory_bytes = static_cast<std::size_t>(
+        detail::read_integer(*found, "http.max_memory_bytes", 16 * 1024 * 1024, std::int64_t{1} << 40));
+  }
+  if (const auto reserve = http_call_reserve_bytes(databases); http.max_memory_bytes < reserve) {
+    fail("http.max_memory_bytes", "is less than one tool call may hold (" + std::to_string(reserve) +
+                                      " bytes: twice the 8 MiB answer limit and 8 × the largest max_bytes); no call "
+                                      "could run");
+  }
   if (const auto grace = value.find("shutdown_grace_seconds"); grace != value.end()) {
     http.shutdown_grace_seconds = static_cast<std::size_t>(detail::read_integer(*grace, "http.shutdown_grace_seconds", 0, 3600));
   }
@@ -523,6 +532,12 @@ DatabaseConfig database_for_target(std::string_view url_or_path, const std::file
   db.kind = TargetKind::sqlite_path;
   db.target = resolve_path(path, base_dir);
   return db;
+}
+
+std::size_t http_call_reserve_bytes(const std::vector<DatabaseConfig>& databases) noexcept {
+  std::size_t max_bytes = 0;
+  for (const DatabaseConfig& database : databases) max_bytes = std::max<std::size_t>(max_bytes, database.limits.max_bytes);
+  return 2 * mcp_max_reply_bytes + 8 * max_bytes;
 }
 
 void validate_config(const Config& config) {

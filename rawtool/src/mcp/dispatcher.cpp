@@ -163,32 +163,13 @@ void Dispatcher::run(Call& call) noexcept {
   // internal error. Its text may carry outside words: it is not shown.
   std::string response;  // empty: answered with an internal error
   try {
-    // Progress, when asked for: one notification when the call starts to run
-    // (it may have waited for a worker), then the call's figures once a
-    // second while it runs, its elapsed seconds as the progress value, which
-    // only grows; the response itself is the end. All are sent before run()
-    // returns and so before the response. A notification that cannot be sent
-    // ends the progress, and the call is answered with an internal error.
-    ProgressSink progress;
-    std::atomic<bool> progress_failed{false};
-    if (!call.progress_token.is_null()) {
-      call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, "running")));
-      progress = [this, &call, &progress_failed](const ProgressFigures& figures) {
-        if (progress_failed.load()) return;
-        // Called on the backend's progress thread: nothing may leave it.
-        try {
-          const double seconds = static_cast<double>(figures.elapsed.count()) / 1000.0;
-          call.reply_to->notify(render::dump(progress_notification(
-              call.progress_token, seconds,
-              fmt::format("running for {:.1f} s; {} rows read; row cap {}", seconds, figures.rows_read, figures.max_rows))));
-        } catch (...) {
-          progress_failed.store(true);
-          log_internal_error(log_, "a progress notification could not be sent; the call is answered with an internal error");
-        }
-      };
+    if (call.reply_to->reserve()) {
+      response = answer_with_progress(call);
+    } else {
+      response = render::dump(error_response(
+          call.id, ErrorCode::server_busy,
+          "rawtool's memory for calls and unread answers is in use; the call did not run; try again shortly"));
     }
-    response = answer(call, progress);
-    if (progress_failed.load()) response = render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
   } catch (...) {
     log_internal_error(log_, "a tool call's messages could not be sent; answered with an internal error");
     response.clear();
@@ -208,6 +189,36 @@ void Dispatcher::run(Call& call) noexcept {
     } catch (...) {  // NOLINT(bugprone-empty-catch): the channel is released unanswered, and its transport says so
     }
   }
+}
+
+// Progress, when asked for: one notification when the call starts to run
+// (it may have waited for a worker), then the call's figures once a second
+// while it runs, its elapsed seconds as the progress value, which only grows;
+// the response itself is the end. All are sent before this returns and so
+// before the response. A notification that cannot be sent ends the progress,
+// and the call is answered with an internal error.
+std::string Dispatcher::answer_with_progress(Call& call) {
+  ProgressSink progress;
+  std::atomic<bool> progress_failed{false};
+  if (!call.progress_token.is_null()) {
+    call.reply_to->notify(render::dump(progress_notification(call.progress_token, 0, "running")));
+    progress = [this, &call, &progress_failed](const ProgressFigures& figures) {
+      if (progress_failed.load()) return;
+      // Called on the backend's progress thread: nothing may leave it.
+      try {
+        const double seconds = static_cast<double>(figures.elapsed.count()) / 1000.0;
+        call.reply_to->notify(render::dump(progress_notification(
+            call.progress_token, seconds,
+            fmt::format("running for {:.1f} s; {} rows read; row cap {}", seconds, figures.rows_read, figures.max_rows))));
+      } catch (...) {
+        progress_failed.store(true);
+        log_internal_error(log_, "a progress notification could not be sent; the call is answered with an internal error");
+      }
+    };
+  }
+  std::string response = answer(call, progress);
+  if (progress_failed.load()) response = render::dump(error_response(call.id, ErrorCode::internal_error, "internal error"));
+  return response;
 }
 
 bool Dispatcher::end(Call& call) noexcept {

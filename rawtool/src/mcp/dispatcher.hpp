@@ -60,6 +60,12 @@ public:
   /// response (an HTTP request answered with one JSON body) drops it, one
   /// that streams the answer sends it as an event.
   virtual void notify(std::string message) { send(std::move(message)); }
+
+  /// Called by the worker about to run a tool call, before any of it runs:
+  /// whether the transport has room for what the call may hold (its rows,
+  /// its answer). False: the call does not run and is answered "busy". By
+  /// default there is always room.
+  virtual bool reserve() { return true; }
 };
 
 /// Thread-safe: handle() may be called from several threads at once, and
@@ -112,6 +118,7 @@ private:
   Handled start(StartCall start, const std::shared_ptr<ReplyChannel>& reply_to);
   void cancel(const nlohmann::json& request_id);
   void run(Call& call) noexcept;
+  std::string answer_with_progress(Call& call);
   std::string answer(Call& call, const ProgressSink& progress);
   /// Marks `call` ended (its id is free again); true when it was cancelled.
   bool end(Call& call) noexcept;

@@ -3,6 +3,7 @@
 #include "mcp/dispatcher.hpp"
 #include "mcp/http_event_stream.hpp"
 #include "mcp/http_idle.hpp"
+#include "mcp/http_memory.hpp"
 #include "mcp/http_sessions.hpp"
 #include "mcp/worker_pool.hpp"
 
@@ -67,6 +68,7 @@ public:
   Server(Backend& backend, const HttpServerConfig& config, const OperatorLog& log)
       : config_(config),
         log_(log),
+        memory_(config.max_memory_bytes),
         pool_(config.max_concurrent_calls, config.max_queued_calls),
         sessions_(backend, pool_, config, log),
         acceptor_(asio::make_strand(io_)) {}
@@ -85,6 +87,9 @@ public:
   /// The connections waiting for a request, one of which a new connection
   /// closes at max_connections.
   IdleConnections& idle() noexcept { return idle_; }
+
+  /// What requests, running calls and unwritten answers hold, in all.
+  MemoryBudget& memory() noexcept { return memory_; }
 
   /// Ends `session` off the I/O threads (its running statements are
   /// cancelled, which may take a moment), then runs `done` on `executor`.
@@ -139,6 +144,7 @@ private:
   // Declared before everything that can hold a connection, so destroyed
   // after it: a connection leaves it when it is destroyed.
   IdleConnections idle_;
+  MemoryBudget memory_;       // declared before the connections, whose charges it outlives
   WorkerPool pool_;           // outlives the sessions, which are declared after it
   SessionRegistry sessions_;  // made on pool_; its unregistered sessions (held by connections) are released before it
   std::mutex written_mutex_;
@@ -202,8 +208,9 @@ public:
 
   void start() { read_header(); }
 
-  /// The response to the message in flight (on the strand).
-  void deliver(const std::string& message);
+  /// The response to the message in flight (on the strand), with what its
+  /// call reserved of the memory budget (empty for an answer made at once).
+  void deliver(std::string message, MemoryBudget::Charge reserved);
   /// The message in flight gets no response: a notification, or a call that
   /// was cancelled (on the strand).
   void deliver_nothing();
@@ -289,7 +296,8 @@ private:
   SessionOrigin session_origin_ = SessionOrigin::named;
   std::string rpc_method_;  // for the log: the JSON-RPC method, when it is a string
   json request_id_;         // the id of the request in flight; null for a notification
-  std::array<char, 16 * 1024> drain_{};
+  // Made when the connection drains, not for every idle connection.
+  std::unique_ptr<std::array<char, 16 * 1024>> drain_;
   std::size_t drained_ = 0;
   // The answer as text/event-stream (a tool call whose client accepts it and
   // asked for progress): a chunked response, one event per message. Empty
@@ -298,6 +306,10 @@ private:
   std::shared_ptr<http::response<http::empty_body>> stream_head_;
   std::shared_ptr<http::response_serializer<http::empty_body>> stream_serializer_;
   Accepted accepted_;  // what the request's Accept allows
+  // Of the server's memory budget, until the answer is written (or the
+  // connection goes): the request's body, and its answer.
+  MemoryBudget::Charge body_charge_;
+  MemoryBudget::Charge answer_charge_;
 };
 
 /// The channel one POST's message is answered through. The response goes to
@@ -305,23 +317,36 @@ private:
 /// body); a channel released with nothing sent answers 202.
 class RequestChannel final : public ReplyChannel {
 public:
-  RequestChannel(std::shared_ptr<Connection> connection, asio::any_io_executor strand)
-      : connection_(std::move(connection)), strand_(std::move(strand)) {}
+  RequestChannel(std::shared_ptr<Connection> connection, asio::any_io_executor strand, MemoryBudget& memory,
+                 std::size_t call_reserve)
+      : connection_(std::move(connection)), strand_(std::move(strand)), memory_(memory), call_reserve_(call_reserve) {}
   ~RequestChannel() override {
     if (!sent_.exchange(true)) asio::post(strand_, [connection = connection_] { connection->deliver_nothing(); });
   }
 
   void send(std::string message) override {
     if (sent_.exchange(true)) return;
-    asio::post(strand_, [connection = connection_, message = std::move(message)] { connection->deliver(message); });
+    asio::post(strand_, [connection = connection_, message = std::move(message), reserved = std::move(reserved_)]() mutable {
+      connection->deliver(std::move(message), std::move(reserved));
+    });
   }
   void notify(std::string message) override {
     asio::post(strand_, [connection = connection_, message = std::move(message)] { connection->deliver_event(message); });
+  }
+  /// On the worker, before the call runs; send() follows on the same thread.
+  bool reserve() override {
+    auto charge = memory_.try_take(call_reserve_);
+    if (!charge) return false;
+    reserved_ = std::move(*charge);
+    return true;
   }
 
 private:
   std::shared_ptr<Connection> connection_;
   asio::any_io_executor strand_;
+  MemoryBudget& memory_;
+  const std::size_t call_reserve_;
+  MemoryBudget::Charge reserved_;  // the running call's, handed on with its answer
   std::atomic<bool> sent_{false};
 };
 
@@ -519,6 +544,19 @@ void Connection::on_header() {
     return refuse(http::status::payload_too_large, "the request body is over the server's limit");
   }
   parser_->body_limit(server_.config().max_body_bytes);  // a chunked body is stopped at the limit too
+  // The body is held until the answer is written: it counts from now (a
+  // chunked one as the most it may be).
+  auto body = server_.memory().try_take(length ? static_cast<std::size_t>(*length) : server_.config().max_body_bytes);
+  if (!body) {
+    log_event(server_.log(), LogLevel::warn, "rejected", "a request while http.max_memory_bytes was in use (503)");
+    Response response(http::status::service_unavailable, request.version());
+    response.set(http::field::retry_after, "1");
+    response.set(http::field::content_type, "application/json");
+    response.body() = error_body(ErrorCode::server_busy,
+                                 "rawtool's memory for requests and unread answers is in use; try again shortly");
+    return send(std::move(response));
+  }
+  body_charge_ = std::move(*body);
   http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
     if (error == http::error::body_limit) {
       return self->refuse(http::status::payload_too_large, "the request body is over the server's limit");
@@ -591,7 +629,8 @@ void Connection::on_body() {
   // A client that takes only an event stream gets every answer as one.
   if (!accepted_.json) event_stream = true;
   if (event_stream) start_event_stream();
-  auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor());
+  auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor(), server_.memory(),
+                                                  server_.config().call_reserve_bytes);
   auto handled = Dispatcher::Handled::answered;
   try {
     handled = session_->dispatcher->handle(message, channel);
@@ -638,6 +677,11 @@ void Connection::answered() {
 
 void Connection::enter(Phase next) {
   const Phase was = std::exchange(phase_, next);
+  if (next == Phase::reading || next == Phase::closing) {
+    // The exchange is over: its answer is written, or will never be.
+    body_charge_.release();
+    answer_charge_.release();
+  }
   if (counted(was) && !counted(next)) {
     server_.sessions().end_request(*session_, rpc_method_ == "tools/call");
     if (session_origin_ == SessionOrigin::own) server_.sessions().end_stateless(session_);
@@ -650,8 +694,13 @@ void Connection::deliver_event(const std::string& message) {
   if (events_ && unanswered(phase_)) events_->send(message, false);
 }
 
-void Connection::deliver(const std::string& message) {
+void Connection::deliver(std::string message, MemoryBudget::Charge reserved) {
   answered();
+  // Until it is written the answer holds its own size, in place of what its
+  // call reserved; one made at once is counted now (it is in memory already).
+  if (reserved.empty()) reserved = server_.memory().take(message.size());
+  reserved.resize(message.size());
+  answer_charge_ = std::move(reserved);
   if (session_origin_ == SessionOrigin::made) {
     // The session exists once its initialize succeeded.
     const json answer = json::parse(message, nullptr, false);
@@ -667,7 +716,7 @@ void Connection::deliver(const std::string& message) {
   Response response(http::status::ok, parser_->get().version());
   response.set(http::field::content_type, "application/json");
   if (session_origin_ == SessionOrigin::registered) response.set("Mcp-Session-Id", session_->id);
-  response.body() = message;
+  response.body() = std::move(message);
   log_request(200);
   send(std::move(response));
 }
@@ -803,7 +852,8 @@ void Connection::drain_and_close() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream_.expires_after(std::chrono::seconds(1));
-  stream_.async_read_some(asio::buffer(drain_), [self = shared_from_this()](beast::error_code error, std::size_t read) {
+  if (!drain_) drain_ = std::make_unique<std::array<char, 16 * 1024>>();
+  stream_.async_read_some(asio::buffer(*drain_), [self = shared_from_this()](beast::error_code error, std::size_t read) {
     self->drained_ += read;
     if (!error && self->drained_ < max_drain_bytes) return self->drain_and_close();
     beast::error_code closing;

@@ -47,6 +47,16 @@ struct HttpServerConfig {
   std::size_t max_concurrent_calls = 4;
   std::size_t max_queued_calls = 256;
   std::size_t max_reply_bytes = 8 * 1024 * 1024;
+  /// What the server's requests may hold at once, in all (MemoryBudget): the
+  /// bodies of requests being read or served, call_reserve_bytes for each
+  /// tool call running, and each answer until it is written. A request whose
+  /// body does not fit is answered 503; a call that does not fit when a
+  /// worker takes it, -32000 without running.
+  std::size_t max_memory_bytes = 256 * 1024 * 1024;
+  /// What a running tool call may hold: its rows and its answer (up to
+  /// max_reply_bytes) while it is made. Once answered, the call holds its
+  /// answer's size instead.
+  std::size_t call_reserve_bytes = 24 * 1024 * 1024;
   /// Sessions open at once, and per token; an initialize beyond either is
   /// answered 503. Sessions idle longer than session_idle are ended first.
   std::size_t max_sessions = 1024;

@@ -28,7 +28,8 @@ enum class ErrorCode : int {
   method_not_found = -32601,
   invalid_params = -32602,
   internal_error = -32603,
-  /// Implementation-defined: the queue of waiting tool calls is full.
+  /// Implementation-defined: no room now (the queue of waiting tool calls,
+  /// a token's calls, the memory budget); the same request may succeed later.
   server_busy = -32000,
 };
 

@@ -40,6 +40,16 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen)
   server.max_sessions_per_token =
       config.http.max_sessions_per_token != 0 ? config.http.max_sessions_per_token : config.http.max_sessions;
   server.max_calls_per_token = config.http.max_calls_per_token;
+  // Checked here too: a configuration made in code, or one with no `http`
+  // key, was not checked against it.
+  server.max_reply_bytes = mcp_max_reply_bytes;
+  server.call_reserve_bytes = http_call_reserve_bytes(config.databases);
+  server.max_memory_bytes = config.http.max_memory_bytes;
+  if (server.max_memory_bytes < server.call_reserve_bytes) {
+    throw ConfigError("http.max_memory_bytes",
+                      "is less than one tool call may hold (" + std::to_string(server.call_reserve_bytes) +
+                          " bytes: twice the 8 MiB answer limit and 8 × the largest max_bytes); no call could run");
+  }
   server.session_idle = std::chrono::seconds(config.http.session_idle_seconds);
   server.request_timeout = std::chrono::seconds(config.http.request_timeout_seconds);
   server.idle_timeout = std::chrono::seconds(config.http.idle_timeout_seconds);

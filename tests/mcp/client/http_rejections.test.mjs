@@ -324,6 +324,16 @@ describe("refusing to start", () => {
     assert.match(stderr, /http\.tokens/);
   });
 
+  test("a memory budget smaller than one call's reservation: exit 2, naming the key and the reservation", async () => {
+    const config = { databases: [{ path: ":memory:", limits: { max_bytes: 3 * 1024 * 1024 } }],
+                     http: { max_memory_bytes: 32 * 1024 * 1024 } };
+    const { url, exitCode, stderr } = await startHttpServer(binary, config);
+    assert.equal(url, null);
+    assert.equal(exitCode, 2);
+    assert.match(stderr, /http\.max_memory_bytes/);
+    assert.match(stderr, /41943040 bytes/);  // 2 × 8 MiB + 8 × 3 MiB
+  });
+
   test("a listen address that is not HOST:PORT: exit 2", async () => {
     const { url, exitCode } = await startHttpServer(binary, { databases: [{ path: ":memory:" }] }, { listen: "127.0.0.1" });
     assert.equal(url, null);

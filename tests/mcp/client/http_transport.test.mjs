@@ -403,6 +403,86 @@ describe("a reply waiting for a client that does not read", () => {
   });
 });
 
+describe("the server's memory budget (http.max_memory_bytes)", () => {
+  test("an unread reply holds its bytes of it: a call or a body that does not fit beside it is refused busy, for every token, until it is read", async () => {
+    const config = structuredClone(baseConfig);
+    // A call reserves twice its answer's limit (8 MiB) and 8 × max_bytes:
+    // 48 MiB. 52 MiB holds one call, but not one beside a 7 MB unread reply.
+    config.databases[0].limits.max_bytes = 4 * 1024 * 1024;
+    config.http.tokens.push({ name: "other", sha256: sha256Hex("other-token-9f2e") });
+    Object.assign(config.http, { sessions: false, request_timeout_seconds: 60, max_body_bytes: 64 * 1024 * 1024,
+                                 max_memory_bytes: 52 * 1024 * 1024 });
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    try {
+      const reader = await rawConnection(server.url);
+      const body = JSON.stringify(toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x"));
+      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      let received = await new Promise((resolve) => reader.socket.once("data", (chunk) => { reader.socket.pause(); resolve(chunk.length); }));
+      assert.ok(received < 6 * 1024 * 1024);
+      const probe = toolCall("probe", "SELECT 1");
+      for (const authorization of [`Bearer ${token}`, "Bearer other-token-9f2e"]) {
+        const refused = await (await poster(server.url)(probe, { authorization })).json();
+        assert.equal(refused.error?.code, -32000, `a call ran beside the unread reply: ${JSON.stringify(refused)}`);
+        assert.match(refused.error.message, /memory.*try again/);
+      }
+      // A body that would not fit is refused before it is read, in HTTP's words.
+      const large = await rawConnection(server.url);
+      large.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`);
+      const answer = await large.closed;
+      assert.match(answer.received, /^HTTP\/1\.1 503 /);
+      assert.match(answer.received, /\r\nRetry-After: 1\r\n/i);
+      assert.match(answer.received, /memory.*try again/);
+      // Read to the end: the budget is free once the write has completed,
+      // which the server learns on its own time, so the probe is repeated (5 s).
+      reader.socket.on("data", (chunk) => (received += chunk.length));
+      reader.socket.resume();
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const next = await (await poster(server.url)(probe, { authorization: "Bearer other-token-9f2e" })).json();
+        if (next.result) break;
+        assert.ok(Date.now() < deadline, `the budget stayed taken after the reply was read (${received} bytes)`);
+        await new Promise((resolve) => setTimeout(resolve, 20));  // pacing; the deadline bounds the wait
+      }
+      reader.socket.destroy();
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test("a reply not taken within request_timeout is dropped with its connection, and its memory is free again", async () => {
+    const config = structuredClone(baseConfig);
+    config.databases[0].limits.max_bytes = 4 * 1024 * 1024;
+    Object.assign(config.http, { sessions: false, request_timeout_seconds: 1, max_memory_bytes: 52 * 1024 * 1024 });
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    try {
+      const reader = await rawConnection(server.url);
+      const body = JSON.stringify(toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x"));
+      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      await new Promise((resolve) => reader.socket.once("data", () => { reader.socket.pause(); resolve(); }));
+      const probe = toolCall("probe", "SELECT 1");
+      assert.equal((await (await poster(server.url)(probe)).json()).error?.code, -32000);
+      // Never read: after request_timeout (1 s) the server drops the
+      // connection, and with it the reply's hold on the budget (10 s).
+      const deadline = Date.now() + 10000;
+      for (;;) {
+        const answer = await (await poster(server.url)(probe)).json();
+        if (answer.result) break;
+        assert.ok(Date.now() < deadline, `the budget stayed taken past request_timeout: ${JSON.stringify(answer)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));  // pacing; the deadline bounds the wait
+      }
+      // What the client reads now is what was already on its way: not the whole reply.
+      reader.socket.resume();
+      const closed = await Promise.race([reader.closed, new Promise((resolve) => setTimeout(() => resolve(null), 10000))]);
+      assert.ok(closed !== null, "the connection of the unread reply was kept open");
+      assert.ok(closed.received.length < 7 * 1000 * 1000, "the reply was written whole after all");
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
 // CPU seconds the process has used (user + system), from /proc.
 function cpuSeconds(pid) {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
