@@ -450,7 +450,8 @@ describe("the server's memory budget (http.max_memory_bytes)", () => {
     }
   });
 
-  test("a reply not taken within request_timeout is dropped with its connection, and its memory is free again", async () => {
+  // One JSON body, and an event stream (progress asked for) whose last event is the reply.
+  for (const streamed of [false, true]) test(`a reply${streamed ? " streamed as events" : ""} not taken within request_timeout is dropped with its connection, and its memory is free again`, async () => {
     const config = structuredClone(baseConfig);
     config.databases[0].limits.max_bytes = 4 * 1024 * 1024;
     Object.assign(config.http, { sessions: false, request_timeout_seconds: 1, max_memory_bytes: 52 * 1024 * 1024 });
@@ -458,8 +459,11 @@ describe("the server's memory budget (http.max_memory_bytes)", () => {
     assert.ok(server.url);
     try {
       const reader = await rawConnection(server.url);
-      const body = JSON.stringify(toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x"));
-      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      const call = toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x");
+      if (streamed) call.params._meta = { progressToken: "big" };
+      const body = JSON.stringify(call);
+      const accept = streamed ? "application/json, text/event-stream" : "application/json";
+      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: ${accept}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
       await new Promise((resolve) => reader.socket.once("data", () => { reader.socket.pause(); resolve(); }));
       const probe = toolCall("probe", "SELECT 1");
       assert.equal((await (await poster(server.url)(probe)).json()).error?.code, -32000);
