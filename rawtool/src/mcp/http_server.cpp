@@ -326,6 +326,10 @@ public:
 
   void send(std::string message) override {
     if (sent_.exchange(true)) return;
+    // The call is over: from here its answer holds its own size, not the
+    // call's reservation, while it waits for the strand (hundreds of answers
+    // may queue there behind a burst).
+    reserved_.resize(message.size());
     asio::post(strand_, [connection = connection_, message = std::move(message), reserved = std::move(reserved_)]() mutable {
       connection->deliver(std::move(message), std::move(reserved));
     });
@@ -696,10 +700,10 @@ void Connection::deliver_event(const std::string& message) {
 
 void Connection::deliver(std::string message, MemoryBudget::Charge reserved) {
   answered();
-  // Until it is written the answer holds its own size, in place of what its
-  // call reserved; one made at once is counted now (it is in memory already).
+  // Until it is written the answer holds its own size (its call's
+  // reservation was resized to it); one made at once is counted now (it is
+  // in memory already).
   if (reserved.empty()) reserved = server_.memory().take(message.size());
-  reserved.resize(message.size());
   answer_charge_ = std::move(reserved);
   if (session_origin_ == SessionOrigin::made) {
     // The session exists once its initialize succeeded.
