@@ -385,6 +385,12 @@ Outcome PostgresDriver::read_statement(Call& call, bool bounded) {
         }
         if (call.stop == Stop::broken || outcome.has_value()) break;  // the COPY already refused; this is its end
         outcome = error_outcome(call, r);
+        // A FETCH is a utility statement: the server puts all its rows in a
+        // store before it sends the first, so one that fails sends none of
+        // the rows the statement made before it failed. Their number is not
+        // known; a count of none would say the statement failed at its
+        // first row. An exact count would take a FETCH per row.
+        if (auto* failure = std::get_if<Failure>(&*outcome); failure != nullptr && bounded) failure->rows_before_failure.reset();
         break;
       case PGRES_PIPELINE_ABORTED:
         // The preamble failed, so the statement did not run.

@@ -104,6 +104,18 @@ std::size_t own_untrusted_bytes(const Failure& f, const RenderOptions& options) 
   return total;
 }
 
+// A count of none is left out of the header; a count not known is not, since
+// a reader would take its absence for none.
+std::string rows_before_failure_field(const Failure& f) {
+  if (!f.rows_before_failure) return "; rows_before_failure=unknown";
+  if (*f.rows_before_failure == 0) return {};
+  return fmt::format("; rows_before_failure={}", *f.rows_before_failure);
+}
+
+nlohmann::json rows_before_failure_json(const Failure& f) {
+  return f.rows_before_failure ? nlohmann::json(*f.rows_before_failure) : nlohmann::json(nullptr);
+}
+
 Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOptions& options, RefusalReason reason, std::string why,
                 std::optional<std::size_t> rendered_bytes) {
   const std::size_t untrusted_bytes = shown_untrusted_bytes(f, options);
@@ -120,7 +132,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
   if (code_ok) t += fmt::format("; sqlstate={}", sqlstate_text(code));
   t += fmt::format("; untrusted_bytes={}; rendered_bytes={}; budget={}; withheld_sha256={}", untrusted_bytes,
                    rendered_bytes ? fmt::format("{}", *rendered_bytes) : std::string("not rendered"), options.budget, digest);
-  if (f.rows_before_failure != 0) t += fmt::format("; rows_before_failure={}", f.rows_before_failure);
+  t += rows_before_failure_field(f);
   t += '\n';
   t += contract::own_prefix;
   t += f.withheld ? "none of the reply's text is shown, shortened or cleaned up; the server log holds the start of each field "
@@ -139,7 +151,7 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
       {"rendered_bytes", rendered_bytes ? nlohmann::json(*rendered_bytes) : nlohmann::json(nullptr)},
       {"budget", options.budget},
       {"withheld_sha256", digest},
-      {"rows_before_failure", f.rows_before_failure},
+      {"rows_before_failure", rows_before_failure_json(f)},
   };
   detail::add_provenance(s, provenance);
   return std::move(r).seal();
@@ -193,10 +205,16 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
     if (!f.notices.empty()) h += fmt::format("; notices={}", f.notices.size());
     if (f.notices_withheld != 0) h += fmt::format("; notices_withheld={}", f.notices_withheld);
     if (not_shown != 0) h += fmt::format("; notices_not_shown={}", not_shown);
-    if (f.rows_before_failure != 0) h += fmt::format("; rows_before_failure={}", f.rows_before_failure);
+    h += rows_before_failure_field(f);
     h += '\n';
-    if (f.rows_before_failure != 0)
-      h += fmt::format("{}the statement sent {} row{} before it failed; rows that come before a failure are counted, not shown.\n", contract::own_prefix, f.rows_before_failure, f.rows_before_failure == 1 ? "" : "s");
+    if (!f.rows_before_failure) {
+      h += fmt::format("{}how many rows the statement made before it failed is not known: it failed inside a batch of rows, and a batch that "
+                       "fails sends none of its rows.\n",
+                       contract::own_prefix);
+    } else if (*f.rows_before_failure != 0) {
+      h += fmt::format("{}the statement sent {} row{} before it failed; rows that come before a failure are counted, not shown.\n", contract::own_prefix,
+                       *f.rows_before_failure, *f.rows_before_failure == 1 ? "" : "s");
+    }
     if (f.notices_withheld != 0)
       h += fmt::format("{}{} more notice{} the statement raised {} not kept: {} would have passed the byte limit.\n", contract::own_prefix, f.notices_withheld,
                        f.notices_withheld == 1 ? "" : "s", f.notices_withheld == 1 ? "was" : "were", f.notices_withheld == 1 ? "it" : "they");
@@ -286,7 +304,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
   s["untrusted"] = std::move(untrusted);
   s["notices_withheld"] = f.notices_withheld;
   if (not_shown != 0) s["notices_not_shown"] = not_shown;
-  s["rows_before_failure"] = f.rows_before_failure;
+  s["rows_before_failure"] = rows_before_failure_json(f);
   detail::add_provenance(s, provenance);
   return std::move(r).seal();
 }
@@ -306,7 +324,7 @@ nlohmann::json failure_log_record(const Failure& f) {
       {"statement", to_log_json(f.statement)},
       {"withheld_sha256", withheld_sha256(f)},
       {"notices_withheld", f.notices_withheld},
-      {"rows_before_failure", f.rows_before_failure},
+      {"rows_before_failure", rows_before_failure_json(f)},
   };
   // A failure the driver withheld for its size holds only the start of each
   // field: "withheld" gives the size and digest of the whole fields.

@@ -678,7 +678,8 @@ TEST_CASE("a server that stops answering cannot hold a call past the deadline, a
   CHECK(next_pid != pid);
 }
 
-TEST_CASE("rows the statement sent before it failed are counted in the failure", "[postgres]") {
+TEST_CASE("rows the statement sent before it failed are counted in the failure, and rows a cursor made but never sent are not known",
+          "[postgres]") {
   const auto url = pg_url();
   if (!url) return;
   const std::string failing_third = "SELECT 'ROW_' || i, 1 / (3 - i) FROM generate_series(1, 5) i";
@@ -690,11 +691,17 @@ TEST_CASE("rows the statement sent before it failed are counted in the failure",
   CHECK(streamed.rows_before_failure == 2);
   CHECK(expect<Failure>(run(*writer, "SELECT 1 / 0", {}, AccessMode::read_write)).rows_before_failure == 0);
   // Read-only, a query runs through a cursor whose FETCH the server finishes
-  // before it sends a row: a failing one sends none, so none is counted.
+  // before it sends a row: a failing one sends none, whatever it made first,
+  // so the count is not known, rather than none.
   auto reader = rawtool::make_postgres_driver(*pg_url(true));
   const Failure fetched = expect<Failure>(run(*reader, failing_third));
   CHECK(bytes_of(fetched.sqlstate) == "22012");
-  CHECK(fetched.rows_before_failure == 0);
+  CHECK_FALSE(fetched.rows_before_failure.has_value());
+  // A query that fails as it is planned fails in the DECLARE, before the
+  // cursor makes any row: none, known.
+  const Failure declared = expect<Failure>(run(*reader, "SELECT 1 / 0"));
+  CHECK(bytes_of(declared.sqlstate) == "22012");
+  CHECK(declared.rows_before_failure == 0);
 }
 
 TEST_CASE("read-only queries stop at the row cap on the server, other statements run as they are, positions unchanged",

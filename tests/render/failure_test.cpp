@@ -426,6 +426,28 @@ TEST_CASE("rows sent before a failure are counted in the header, in a line of ra
   CHECK(none.structured()["rows_before_failure"] == 0);
 }
 
+TEST_CASE("a count of rows before a failure that is not known is said to be unknown on every surface, never shown as none",
+          "[render][failure]") {
+  Failure f = sample_failure();
+  f.rows_before_failure = std::nullopt;
+  const auto r = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+  REQUIRE_FALSE(r.refused());
+  CHECK(first_line(r.text()).find("; rows_before_failure=unknown") != std::string::npos);
+  CHECK(r.text().find("\nrawtool: how many rows the statement made before it failed is not known: it failed inside a batch of rows, "
+                      "and a batch that fails sends none of its rows.\n") != std::string::npos);
+  CHECK(r.structured().at("rows_before_failure").is_null());
+  CHECK(rawtool::test::text_surface_problems(r.text()).empty());
+  CHECK(rawtool::render::failure_log_record(f).at("rows_before_failure").is_null());
+
+  // A refusal keeps the same count in its header line and its members.
+  f.sqlstate = Untrusted("bad code"s);
+  const auto refused = rawtool::render::render_failure(f, raw_provenance(), RenderOptions{});
+  REQUIRE(refused.refused());
+  CHECK(refused.text().find("; rows_before_failure=unknown") != std::string::npos);
+  CHECK(refused.structured().at("rows_before_failure").is_null());
+  CHECK(rawtool::test::text_surface_problems(refused.text()).empty());
+}
+
 TEST_CASE("a failure the driver withheld for its size is refused with its size and digest, and shows none of its prefix",
           "[render][failure]") {
   Failure f = sample_failure();

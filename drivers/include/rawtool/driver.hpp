@@ -256,7 +256,9 @@ public:
   /// input buffer and the result it builds from it), and a call that received
   /// a message over 8 MiB closes its connection afterwards, which gives that
   /// buffer back. Failure::rows_before_failure counts the rows a statement
-  /// sent before it failed.
+  /// sent before it failed; it is empty (not known) when a PostgreSQL query in
+  /// read-only mode failed in its cursor's FETCH, which sends none of its
+  /// rows when it fails.
   ///
   /// Stop: `stop` is the call's one stop signal. A stop requested before
   /// the statement is sent makes execute return Refusal{cancelled} without

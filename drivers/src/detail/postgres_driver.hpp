@@ -153,7 +153,8 @@ private:
   void cancel_running() noexcept;
   /// `bounded`: the results are a FETCH of at most max_rows + 1 rows (see
   /// run_read_only), so reaching the row cap needs no cancel, and the end of
-  /// the results is the end of the statement's rows only when fewer came.
+  /// the results is the end of the statement's rows only when fewer came,
+  /// and a failure's count of rows before it is not known.
   Outcome read_statement(Call& call, bool bounded);
   bool drain_query(Call& call);
   /// Drains `count` queries' results, every one even after one failed.

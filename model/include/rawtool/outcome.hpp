@@ -79,7 +79,11 @@ struct Failure {
   /// Rows the statement sent before it failed (PostgreSQL can send rows and
   /// then an error; a SQLite statement can step rows and then fail). They are
   /// not kept, and they are counted so that none vanishes unmentioned.
-  std::uint64_t rows_before_failure = 0;
+  /// Empty when the count is not known: the statement failed inside a batch
+  /// of rows that the server makes whole before it sends any (a PostgreSQL
+  /// cursor's FETCH), so it may have made rows that nobody received. A count,
+  /// when there is one, is exact; 0 means none were made.
+  std::optional<std::uint64_t> rows_before_failure = 0;
   /// Set when the failure's text was too large to keep: its fields together
   /// passed the connection's byte limit (Limits::max_bytes). Then each field
   /// above holds at most its first failure_prefix_bytes bytes, for the

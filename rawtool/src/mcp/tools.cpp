@@ -125,7 +125,7 @@ json raw_failure_branch() {
                     {"notices", notices_schema()}}}}},
                 {"notices_withheld", {{"type", "integer"}, {"minimum", 0}}},
                 {"notices_not_shown", {{"type", "integer"}, {"minimum", 1}}},
-                {"rows_before_failure", {{"type", "integer"}, {"minimum", 0}}},
+                {"rows_before_failure", nullable({{"type", "integer"}, {"minimum", 0}})},
                 {"raw_provenance", provenance_schema(false)}}},
               {"required", json::array({"kind", "path", "untrusted", "untrusted_notice", "raw_provenance"})}};
 }

@@ -19,7 +19,10 @@ namespace rawtool::render {
 /// neither label nor member); the closing marker.
 ///
 /// Rows the statement sent before it failed are counted in the header
-/// (`rows_before_failure=N`) and in a line of rawtool's own, never shown.
+/// (`rows_before_failure=N`) and in a line of rawtool's own, never shown. A
+/// count the driver does not know (Failure::rows_before_failure empty) is
+/// said to be unknown there (`rows_before_failure=unknown`, null on the
+/// structured surface), never shown as none.
 ///
 /// Within options.budget the failure's own fields come before its notices:
 /// the notices are shown in order while they fit, and those past the budget
