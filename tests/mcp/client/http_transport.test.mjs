@@ -359,6 +359,23 @@ describe("a stop with shutdown_grace_seconds", () => {
   });
 });
 
+// Asks, on a raw connection of its own, for about 7 MB of answer (a 3.5 MB
+// cell twice: text and structured), under the 8 MiB reply limit and past
+// what the sockets between hold unread; reads its first bytes (the answer is
+// being written) and stops reading there. `streamed`: the call asks for
+// progress and takes an event stream. The connection, and the bytes read.
+async function unreadReply(url, { streamed = false } = {}) {
+  const reader = await rawConnection(url);
+  const call = toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x");
+  if (streamed) call.params._meta = { progressToken: "big" };
+  const body = JSON.stringify(call);
+  const accept = streamed ? "application/json, text/event-stream" : "application/json";
+  reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: ${accept}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  const received = await new Promise((resolve) => reader.socket.once("data", (chunk) => { reader.socket.pause(); resolve(chunk.length); }));
+  assert.ok(received < 6 * 1024 * 1024);
+  return { reader, received };
+}
+
 describe("a reply waiting for a client that does not read", () => {
   test("holds its token's call slot until it is written, and only its token's", async () => {
     const config = structuredClone(baseConfig);
@@ -368,14 +385,9 @@ describe("a reply waiting for a client that does not read", () => {
     const server = await startHttpServer(binary, config);
     assert.ok(server.url);
     try {
-      // About 7 MB of answer (the cell twice: text and structured), under the
-      // 8 MiB reply limit and past what the sockets between hold unread.
-      const reader = await rawConnection(server.url);
-      const body = JSON.stringify(toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x"));
-      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-      // Its first bytes arrive: the answer is being written. Reading stops there.
-      let received = await new Promise((resolve) => reader.socket.once("data", (chunk) => { reader.socket.pause(); resolve(chunk.length); }));
-      assert.ok(received < 6 * 1024 * 1024);
+      const unread = await unreadReply(server.url);
+      const { reader } = unread;
+      let { received } = unread;
       const probe = toolCall("probe", "SELECT 1");
       const refused = await (await poster(server.url)(probe)).json();
       assert.equal(refused.error?.code, -32000, `a second call of the token ran beside an unwritten reply: ${JSON.stringify(refused)}`);
@@ -415,11 +427,9 @@ describe("the server's memory budget (http.max_memory_bytes)", () => {
     const server = await startHttpServer(binary, config);
     assert.ok(server.url);
     try {
-      const reader = await rawConnection(server.url);
-      const body = JSON.stringify(toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x"));
-      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-      let received = await new Promise((resolve) => reader.socket.once("data", (chunk) => { reader.socket.pause(); resolve(chunk.length); }));
-      assert.ok(received < 6 * 1024 * 1024);
+      const unread = await unreadReply(server.url);
+      const { reader } = unread;
+      let { received } = unread;
       const probe = toolCall("probe", "SELECT 1");
       for (const authorization of [`Bearer ${token}`, "Bearer other-token-9f2e"]) {
         const refused = await (await poster(server.url)(probe, { authorization })).json();
@@ -458,13 +468,7 @@ describe("the server's memory budget (http.max_memory_bytes)", () => {
     const server = await startHttpServer(binary, config);
     assert.ok(server.url);
     try {
-      const reader = await rawConnection(server.url);
-      const call = toolCall("big", "SELECT printf('%.*c', 3500000, 'x') AS x");
-      if (streamed) call.params._meta = { progressToken: "big" };
-      const body = JSON.stringify(call);
-      const accept = streamed ? "application/json, text/event-stream" : "application/json";
-      reader.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nAccept: ${accept}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
-      await new Promise((resolve) => reader.socket.once("data", () => { reader.socket.pause(); resolve(); }));
+      const { reader } = await unreadReply(server.url, { streamed });
       const probe = toolCall("probe", "SELECT 1");
       assert.equal((await (await poster(server.url)(probe)).json()).error?.code, -32000);
       // Never read: after request_timeout (1 s) the server drops the
