@@ -364,7 +364,7 @@ Action handle_line(std::string_view line, Session& session, const ServerDescript
 
 Action handle_message(const json& message, Session& session, const ServerDescription& server) {
   if (message.is_array()) {
-    return send_error(json(), ErrorCode::invalid_request, "batches are not supported: send one message per line");
+    return send_error(json(), ErrorCode::invalid_request, "batches are not supported: send one message at a time");
   }
   if (!message.is_object()) return send_error(json(), ErrorCode::invalid_request, "a message must be a JSON object");
 
