@@ -262,10 +262,14 @@ inline constexpr std::size_t mcp_max_reply_bytes = 8 * 1024 * 1024;
 /// columns of NULL; more while they are escaped) and its answer twice over
 /// while it is made (the JSON value and its text; measured, a 5.3 MB answer
 /// took a call 14 MiB at its peak): 2 × mcp_max_reply_bytes + 8 × the
-/// largest max_bytes of `databases`. The configuration file's `http` key is
-/// refused when its max_memory_bytes is less, and `rawtool mcp --http`
-/// refuses to start.
+/// largest max_bytes of `databases`.
 [[nodiscard]] std::size_t http_call_reserve_bytes(const std::vector<DatabaseConfig>& databases) noexcept;
+
+/// Throws ConfigError (field http.max_memory_bytes) when `max_memory_bytes`
+/// is less than http_call_reserve_bytes(databases): no call could run. The
+/// configuration file's `http` key is checked when it is read, and
+/// `rawtool mcp --http` checks again before it starts.
+void require_http_call_fits(std::size_t max_memory_bytes, const std::vector<DatabaseConfig>& databases);
 
 /// True when `label` is 1-64 of [A-Za-z0-9_.-].
 [[nodiscard]] bool valid_database_label(std::string_view label) noexcept;

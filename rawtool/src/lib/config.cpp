@@ -451,11 +451,7 @@ HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& data
     http.max_memory_bytes = static_cast<std::size_t>(
         detail::read_integer(*found, "http.max_memory_bytes", 16 * 1024 * 1024, std::int64_t{1} << 40));
   }
-  if (const auto reserve = http_call_reserve_bytes(databases); http.max_memory_bytes < reserve) {
-    fail("http.max_memory_bytes", "is less than one tool call may hold (" + std::to_string(reserve) +
-                                      " bytes: twice the 8 MiB answer limit and 8 × the largest max_bytes); no call "
-                                      "could run");
-  }
+  require_http_call_fits(http.max_memory_bytes, databases);
   if (const auto grace = value.find("shutdown_grace_seconds"); grace != value.end()) {
     http.shutdown_grace_seconds = static_cast<std::size_t>(detail::read_integer(*grace, "http.shutdown_grace_seconds", 0, 3600));
   }
@@ -538,6 +534,15 @@ std::size_t http_call_reserve_bytes(const std::vector<DatabaseConfig>& databases
   std::size_t max_bytes = 0;
   for (const DatabaseConfig& database : databases) max_bytes = std::max<std::size_t>(max_bytes, database.limits.max_bytes);
   return 2 * mcp_max_reply_bytes + 8 * max_bytes;
+}
+
+void require_http_call_fits(std::size_t max_memory_bytes, const std::vector<DatabaseConfig>& databases) {
+  if (const auto reserve = http_call_reserve_bytes(databases); max_memory_bytes < reserve) {
+    fail("http.max_memory_bytes", "is less than one tool call may hold (" + std::to_string(reserve) +
+                                      " bytes: twice the " + std::to_string(mcp_max_reply_bytes / (1024 * 1024)) +
+                                      " MiB answer limit and 8 × the largest max_bytes), so no call could run; raise "
+                                      "it to at least that, or lower limits.max_bytes");
+  }
 }
 
 void validate_config(const Config& config) {

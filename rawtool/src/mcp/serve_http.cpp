@@ -45,11 +45,7 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen)
   server.max_reply_bytes = mcp_max_reply_bytes;
   server.call_reserve_bytes = http_call_reserve_bytes(config.databases);
   server.max_memory_bytes = config.http.max_memory_bytes;
-  if (server.max_memory_bytes < server.call_reserve_bytes) {
-    throw ConfigError("http.max_memory_bytes",
-                      "is less than one tool call may hold (" + std::to_string(server.call_reserve_bytes) +
-                          " bytes: twice the 8 MiB answer limit and 8 × the largest max_bytes); no call could run");
-  }
+  require_http_call_fits(server.max_memory_bytes, config.databases);
   server.session_idle = std::chrono::seconds(config.http.session_idle_seconds);
   server.request_timeout = std::chrono::seconds(config.http.request_timeout_seconds);
   server.idle_timeout = std::chrono::seconds(config.http.idle_timeout_seconds);
