@@ -5,12 +5,19 @@
 #include "detail/draft.hpp"
 #include "detail/escape.hpp"
 #include "detail/notices.hpp"
+#include "detail/tables.hpp"
+#include "detail/utf8.hpp"
 #include "detail/untrusted_access.hpp"
 
 #include <rawtool/render/json.hpp>
 #include <rawtool/render/status.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace rawtool::render {
 
@@ -20,47 +27,73 @@ using detail::UntrustedAccess;
 
 
 /// A cell as the table shows it: NULL, or its escaped form in double quotes;
-/// an escaped form longer than `width` characters is cut at an escape's edge,
-/// and the quotes close before the "..." that marks the cut (a '"' inside a
-/// cell is always escaped, so a closing quote with "..." after it is a cut).
+/// an escaped form wider than the cut is cut at an escape's or character's
+/// edge, and the quotes close before the "..." that marks the cut (a '"'
+/// inside a cell is always escaped, so a closing quote with "..." after it is
+/// a cut). Widths are terminal columns.
 struct TableCell {
+  std::string escaped;      ///< the whole escaped form; empty for NULL
+  std::size_t columns = 0;  ///< the escaped form's width
+  bool null = false;
+};
+struct ShownCell {
   std::string text;
-  std::size_t width = 0;  ///< in code points: the terminal columns it takes, narrow characters assumed
+  std::size_t width = 0;
   bool cut = false;
 };
 
-/// The length of the escape or code point that begins `escaped`.
-std::size_t unit_length(std::string_view escaped) {
+/// The length of the escape or code point that begins `escaped`, and the
+/// terminal columns it takes.
+std::pair<std::size_t, std::size_t> unit_of(std::string_view escaped) {
   if (escaped[0] == '\\' && escaped.size() > 1) {
-    if (escaped[1] == 'x') return std::min<std::size_t>(4, escaped.size());
+    std::size_t length = 2;
+    if (escaped[1] == 'x') length = std::min<std::size_t>(4, escaped.size());
     if (escaped[1] == 'u') {
       const auto close = escaped.find('}');
-      return close == std::string_view::npos ? escaped.size() : close + 1;
+      length = close == std::string_view::npos ? escaped.size() : close + 1;
     }
-    return 2;
+    return {length, length};
   }
-  std::size_t length = 1;
-  while (length < escaped.size() && (static_cast<unsigned char>(escaped[length]) & 0xC0U) == 0x80U) ++length;
-  return length;
+  char32_t cp = 0;
+  const std::size_t length = detail::decode_utf8(reinterpret_cast<const unsigned char*>(escaped.data()), escaped.size(), cp);
+  // The escaped form is valid UTF-8; a byte that were not would be shown as one column.
+  if (length == 0) return {1, 1};
+  return {length, detail::display_width(cp)};
+}
+
+std::size_t columns_of(std::string_view escaped) {
+  std::size_t columns = 0;
+  while (!escaped.empty()) {
+    const auto [length, width] = unit_of(escaped);
+    columns += width;
+    escaped.remove_prefix(length);
+  }
+  return columns;
 }
 
 TableCell table_cell(const Cell& cell, const RenderOptions& options) {
-  if (!cell) return {"NULL", 4, false};
-  std::string escaped;
-  detail::escape_bytes(escaped, UntrustedAccess::bytes(*cell), EscapeContext::cell, options.ascii_only);
+  if (!cell) return {"", 4, true};
   TableCell out;
+  detail::escape_bytes(out.escaped, UntrustedAccess::bytes(*cell), EscapeContext::cell, options.ascii_only);
+  out.columns = columns_of(out.escaped) + 2;
+  return out;
+}
+
+/// `cell` as shown when at most `cut` columns of its escaped form fit between its quotes.
+ShownCell shown_cell(const TableCell& cell, std::size_t cut) {
+  if (cell.null) return {"NULL", 4, false};
+  ShownCell out;
   out.text = "\"";
-  std::string_view rest = escaped;
+  std::string_view rest = cell.escaped;
   std::size_t shown = 0;
   while (!rest.empty()) {
-    const std::size_t length = unit_length(rest);
-    const std::size_t columns = rest[0] == '\\' ? length : 1;
-    if (shown + columns > options.table_cell_width) {
+    const auto [length, width] = unit_of(rest);
+    if (shown + width > cut) {
       out.cut = true;
       break;
     }
     out.text.append(rest.substr(0, length));
-    shown += columns;
+    shown += width;
     rest.remove_prefix(length);
   }
   out.text += '"';
@@ -71,11 +104,35 @@ TableCell table_cell(const Cell& cell, const RenderOptions& options) {
 
 /// The column line and row lines of RowsLayout::table: names and cells
 /// padded to their column's width, each line led by its own prefix padded to
-/// the widest, so that columns align. Returns how many names and cells were cut.
+/// the widest, so that columns align. Returns how many names and cells were
+/// cut, and where.
 struct TableCuts {
   std::size_t names = 0;
   std::size_t cells = 0;
+  std::size_t at = 0;  ///< the cut, in columns between the quotes
+  bool fits = true;    ///< the lines fit options.table_line_width (or it is unknown)
 };
+
+/// The widest cut, from options.table_cell_width down to
+/// options.table_min_cell_width, at which every line fits
+/// options.table_line_width; the narrowest when none does.
+std::pair<std::size_t, bool> table_cut(const std::vector<std::vector<TableCell>>& lines, std::size_t column_count,
+                                       std::size_t lead, const RenderOptions& options) {
+  std::size_t cut = options.table_cell_width;
+  if (options.table_line_width == 0 || column_count == 0) return {cut, true};
+  std::vector<std::size_t> widest(column_count, 0);  // the widest whole cell of each column
+  for (const auto& line : lines)
+    for (std::size_t c = 0; c < line.size() && c < column_count; ++c) widest[c] = std::max(widest[c], line[c].columns);
+  const std::size_t separators = contract::cell_separator.size() * (column_count - 1);
+  for (;; --cut) {
+    std::size_t width = lead + separators;
+    // A cell wider than the cut shows `cut` columns, its quotes and "...".
+    for (std::size_t w : widest) width += w > cut + 2 ? cut + 5 : w;
+    if (width <= options.table_line_width) return {cut, true};
+    if (cut <= options.table_min_cell_width) return {cut, false};
+  }
+}
+
 TableCuts append_table(std::string& t, const Rows& rows, const RenderOptions& options) {
   std::vector<std::vector<TableCell>> lines;
   lines.reserve(rows.rows.size() + 1);
@@ -85,25 +142,28 @@ TableCuts append_table(std::string& t, const Rows& rows, const RenderOptions& op
     std::vector<TableCell>& cells = lines.emplace_back();
     for (const auto& cell : row) cells.push_back(table_cell(cell, options));
   }
-  std::vector<std::size_t> widths(rows.columns.size(), 0);
+  const std::size_t lead = std::max(contract::columns_prefix.size(), contract::row_line_prefix(rows.rows.size()).size());
   TableCuts cut;
+  std::tie(cut.at, cut.fits) = table_cut(lines, rows.columns.size(), lead, options);
+  std::vector<std::vector<ShownCell>> shown(lines.size());
+  std::vector<std::size_t> widths(rows.columns.size(), 0);
   for (std::size_t l = 0; l < lines.size(); ++l) {
-    for (std::size_t c = 0; c < lines[l].size() && c < widths.size(); ++c) {
-      widths[c] = std::max(widths[c], lines[l][c].width);
-      if (lines[l][c].cut) ++(l == 0 ? cut.names : cut.cells);
+    for (const TableCell& cell : lines[l]) shown[l].push_back(shown_cell(cell, cut.at));
+    for (std::size_t c = 0; c < shown[l].size() && c < widths.size(); ++c) {
+      widths[c] = std::max(widths[c], shown[l][c].width);
+      if (shown[l][c].cut) ++(l == 0 ? cut.names : cut.cells);
     }
   }
-  const std::size_t lead = std::max(contract::columns_prefix.size(), contract::row_line_prefix(rows.rows.size()).size());
-  for (std::size_t l = 0; l < lines.size(); ++l) {
+  for (std::size_t l = 0; l < shown.size(); ++l) {
     const std::string prefix = l == 0 ? std::string(contract::columns_prefix) : contract::row_line_prefix(l);
     t += prefix;
     t.append(lead - prefix.size(), ' ');
-    if (l == 0 && lines[l].empty()) t += "(none)";
-    for (std::size_t c = 0; c < lines[l].size(); ++c) {
+    if (l == 0 && shown[l].empty()) t += "(none)";
+    for (std::size_t c = 0; c < shown[l].size(); ++c) {
       if (c != 0) t += contract::cell_separator;
-      t += lines[l][c].text;
+      t += shown[l][c].text;
       // The last column is not padded: no line ends in spaces.
-      if (c + 1 < lines[l].size() && c < widths.size()) t.append(widths[c] - lines[l][c].width, ' ');
+      if (c + 1 < shown[l].size() && c < widths.size()) t.append(widths[c] - shown[l][c].width, ' ');
     }
     t += '\n';
   }
@@ -149,9 +209,12 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
       if (cut.cells != 0 && cut.names != 0) what += " and ";
       if (cut.names != 0) what += fmt::format("{} column name{}", cut.names, cut.names == 1 ? "" : "s");
       const std::string_view whole = cut.names == 0 ? "every cell is" : cut.cells == 0 ? "every column name is" : "every cell and column name is";
-      t += fmt::format("{}cut: {} longer than {} characters {} shown cut there, marked by \"...\" after the closing "
+      std::string fit;
+      if (!cut.fits) fit = fmt::format(" (the shortest cut; lines are still wider than the terminal's {} columns)", options.table_line_width);
+      else if (cut.at < options.table_cell_width) fit = fmt::format(" (to fit the terminal's {} columns)", options.table_line_width);
+      t += fmt::format("{}cut: {} wider than {} columns {} shown cut there{}, marked by \"...\" after the closing "
                        "quote; {} whole in the default layout and in JSON\n",
-                       contract::own_prefix, what, options.table_cell_width, cut.cells + cut.names == 1 ? "is" : "are", whole);
+                       contract::own_prefix, what, cut.at, cut.cells + cut.names == 1 ? "is" : "are", fit, whole);
     }
   } else {
     t += contract::columns_prefix;

@@ -3,12 +3,16 @@
 // and the code names follow the data rather than a hand-written list.
 //
 //   generate_tables <DerivedGeneralCategory.txt> <DerivedCoreProperties.txt>
-//                   <UnicodeData.txt> <errcodes.txt> <sqlite3.h> <output.cpp>
+//                   <UnicodeData.txt> <EastAsianWidth.txt> <errcodes.txt>
+//                   <sqlite3.h> <output.cpp>
 //
 // Emits one C++ source defining what render/src/detail/tables.hpp declares:
 //  - a two-level table giving each code point its class (plain, escape,
 //    combining mark): stage 1 maps cp >> 7 to a block, stage 2 holds the
 //    distinct 128-entry blocks;
+//  - a table of the same shape giving each code point the terminal columns it
+//    takes (for the table layout): 2 for East Asian Wide and Fullwidth, 0 for
+//    the non-spacing and enclosing marks (Mn, Me), 1 for the rest;
 //  - SQLSTATE -> condition name, sorted by code;
 //  - SQLite extended result code -> macro name, sorted by code.
 // Any parse problem is fatal: a table built from half a file would be wrong
@@ -178,9 +182,34 @@ std::vector<SqliteCode> read_sqlite_codes(const std::string& path) {
 
 }  // namespace
 
+// Writes `values` (one byte a code point) as NAME_stage1, which maps cp >> 7
+// to a block, and NAME_stage2, the distinct 128-entry blocks: equal blocks
+// share one entry.
+void write_two_stage(std::ostringstream& out, const std::string& name, const std::vector<std::uint8_t>& values) {
+  std::vector<std::string> blocks;
+  std::map<std::string, std::size_t> block_index;
+  std::vector<std::size_t> stage1;
+  for (std::uint32_t start = 0; start < code_space; start += block_size) {
+    std::string block(values.begin() + start, values.begin() + start + block_size);
+    auto [it, inserted] = block_index.emplace(block, blocks.size());
+    if (inserted) blocks.push_back(block);
+    stage1.push_back(it->second);
+  }
+  if (blocks.size() > 0xFFFF) fail("too many distinct blocks in " + name);
+  out << "const std::uint16_t " << name << "_stage1[" << stage1.size() << "] = {";
+  for (std::size_t i = 0; i < stage1.size(); ++i) out << (i % 24 == 0 ? "\n  " : "") << stage1[i] << ',';
+  out << "\n};\n\nconst std::uint8_t " << name << "_stage2[" << blocks.size() * block_size << "] = {";
+  for (const auto& block : blocks) {
+    out << "\n ";
+    for (char v : block) out << ' ' << static_cast<int>(v) << ',';
+  }
+  out << "\n};\n\n";
+}
+
 int main(int argc, char** argv) {
-  if (argc != 7)
-    fail("usage: generate_tables <DerivedGeneralCategory.txt> <DerivedCoreProperties.txt> <UnicodeData.txt> <errcodes.txt> <sqlite3.h> <out.cpp>");
+  if (argc != 8)
+    fail("usage: generate_tables <DerivedGeneralCategory.txt> <DerivedCoreProperties.txt> <UnicodeData.txt> <EastAsianWidth.txt> "
+         "<errcodes.txt> <sqlite3.h> <out.cpp>");
 
   // Escaped: from DerivedGeneralCategory.txt, Cc Cf Co Cn Cs Zl Zp and Zs but
   // U+0020 (an unlisted code point is unassigned, Cn); from
@@ -188,8 +217,17 @@ int main(int argc, char** argv) {
   // UnicodeData.txt, the blank-rendering letters and symbols (read_blank_names).
   std::vector<std::uint8_t> cls(code_space, escape);
   std::vector<bool> seen(code_space, false);
+  // Terminal columns: East Asian Wide and Fullwidth take two, then the
+  // non-spacing and enclosing marks none (a few are listed as W), the rest one.
+  std::vector<std::uint8_t> width(code_space, 1);
+  for (const auto& r : read_ucd(argv[4])) {
+    if (r.value != "W" && r.value != "F") continue;
+    for (std::uint32_t cp = r.first; cp <= r.last; ++cp) width[cp] = 2;
+  }
   for (const auto& r : read_ucd(argv[1])) {
     const std::string& gc = r.value;
+    if (gc == "Mn" || gc == "Me")
+      for (std::uint32_t cp = r.first; cp <= r.last; ++cp) width[cp] = 0;
     std::uint8_t c = plain;
     if (gc == "Cc" || gc == "Cf" || gc == "Co" || gc == "Cn" || gc == "Zl" || gc == "Zp" || gc == "Zs" || gc == "Cs") c = escape;
     else if (gc == "Mn" || gc == "Mc" || gc == "Me") c = combining;
@@ -215,34 +253,19 @@ int main(int argc, char** argv) {
     if (cls[cp] != escape) fail("code point " + std::to_string(cp) + " is not in the escape set: wrong input files?");
   if (cls[0x301] != combining || cls[0xE9] != plain || cls[0x4E2D] != plain || cls[0x1F600] != plain)
     fail("unexpected classes for U+0301/U+00E9/U+4E2D/U+1F600: wrong input files?");
+  if (width['a'] != 1 || width[0xE9] != 1 || width[0x301] != 0 || width[0x4E2D] != 2 || width[0xFF21] != 2 || width[0x1F600] != 2)
+    fail("unexpected widths for a/U+00E9/U+0301/U+4E2D/U+FF21/U+1F600: wrong input files?");
 
-  // Blocks are keyed as strings of class bytes: equal blocks share one entry.
-  std::vector<std::string> blocks;
-  std::map<std::string, std::size_t> block_index;
-  std::vector<std::size_t> stage1;
-  for (std::uint32_t start = 0; start < code_space; start += block_size) {
-    std::string block(cls.begin() + start, cls.begin() + start + block_size);
-    auto [it, inserted] = block_index.emplace(block, blocks.size());
-    if (inserted) blocks.push_back(block);
-    stage1.push_back(it->second);
-  }
-  if (blocks.size() > 0xFFFF) fail("too many distinct blocks");
-
-  const auto sqlstates = read_errcodes(argv[4]);
-  const auto sqlite_codes = read_sqlite_codes(argv[5]);
+  const auto sqlstates = read_errcodes(argv[5]);
+  const auto sqlite_codes = read_sqlite_codes(argv[6]);
 
   std::ostringstream out;
   out << "// Generated by render/tools/generate_tables.cpp at build time. Do not edit.\n"
-      << "// Sources: " << argv[1] << ", " << argv[2] << ", " << argv[3] << ", " << argv[4] << ", " << argv[5] << "\n"
+      << "// Sources: " << argv[1] << ", " << argv[2] << ", " << argv[3] << ", " << argv[4] << ", " << argv[5] << ", " << argv[6] << "\n"
       << "#include \"detail/tables.hpp\"\n\nnamespace rawtool::render::detail {\n\n";
-  out << "const std::uint16_t unicode_stage1[" << stage1.size() << "] = {";
-  for (std::size_t i = 0; i < stage1.size(); ++i) out << (i % 24 == 0 ? "\n  " : "") << stage1[i] << ',';
-  out << "\n};\n\nconst std::uint8_t unicode_stage2[" << blocks.size() * block_size << "] = {";
-  for (const auto& block : blocks) {
-    out << "\n ";
-    for (char v : block) out << ' ' << static_cast<int>(v) << ',';
-  }
-  out << "\n};\n\nconst SqlstateName sqlstate_names[" << sqlstates.size() << "] = {\n";
+  write_two_stage(out, "unicode", cls);
+  write_two_stage(out, "display_width", width);
+  out << "const SqlstateName sqlstate_names[" << sqlstates.size() << "] = {\n";
   for (const auto& s : sqlstates) out << "  {\"" << s.code << "\", \"" << s.name << "\"},\n";
   out << "};\nconst std::size_t sqlstate_name_count = " << sqlstates.size() << ";\n\n";
   out << "const SqliteCodeName sqlite_code_names[" << sqlite_codes.size() << "] = {\n";
@@ -250,7 +273,7 @@ int main(int argc, char** argv) {
   out << "};\nconst std::size_t sqlite_code_name_count = " << sqlite_codes.size() << ";\n\n}  // namespace rawtool::render::detail\n";
 
   const std::string text = out.str();
-  std::ofstream file(argv[6], std::ios::binary | std::ios::trunc);
-  if (!file || !(file << text)) fail(std::string("cannot write ") + argv[6]);
+  std::ofstream file(argv[7], std::ios::binary | std::ios::trunc);
+  if (!file || !(file << text)) fail(std::string("cannot write ") + argv[7]);
   return 0;
 }

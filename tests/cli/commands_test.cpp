@@ -39,7 +39,7 @@ const rawtool::test::ScratchFolder& state_home() {
 RunOptions clean_env() {
   RunOptions options;
   for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
-                           "PGSERVICE", "NO_COLOR"}) {
+                           "PGSERVICE", "NO_COLOR", "COLUMNS"}) {
     options.env.emplace_back(name, std::nullopt);
   }
   options.env.emplace_back("XDG_STATE_HOME", state_home().path().string());
@@ -486,12 +486,12 @@ TEST_CASE("query --format table counts a cut column name the way it counts cut c
   INFO(names_only.out << names_only.err);
   REQUIRE(names_only.exit_status == 0);
   CHECK(rawtool::test::text_surface_problems(names_only.out, rawtool::render::RowsLayout::table).empty());
-  CHECK(mentions(names_only.out, "\nrawtool: cut: 1 column name longer than 40 characters is shown cut there"));
+  CHECK(mentions(names_only.out, "\nrawtool: cut: 1 column name wider than 40 columns is shown cut there"));
   const auto both = run_rawtool(
       {"query", "--db", db, "--format", "table", "SELECT replace(hex(zeroblob(30)), '0', 'w') AS " + name + " UNION ALL SELECT 'x'"}, clean_env());
   INFO(both.out << both.err);
   REQUIRE(both.exit_status == 0);
-  CHECK(mentions(both.out, "\nrawtool: cut: 1 cell and 1 column name longer than 40 characters are shown cut there"));
+  CHECK(mentions(both.out, "\nrawtool: cut: 1 cell and 1 column name wider than 40 columns are shown cut there"));
   // A name exactly as wide as the table allows is not cut.
   const auto fits = run_rawtool({"query", "--db", db, "--format", "table", "SELECT 1 AS " + std::string(40, 'n')}, clean_env());
   CHECK_FALSE(mentions(fits.out, "rawtool: cut:"));
@@ -514,7 +514,7 @@ TEST_CASE("query and certified --format table print aligned, escaped columns, cu
   CHECK(cells[0][2] == std::optional<std::string>("Bright.\x1b[2K"));
   CHECK(cells[2][2] == std::nullopt);
   CHECK(cells[0][3] == std::optional<std::string>(std::string(40, 'w')));  // cut at the table's width
-  CHECK(mentions(table.out, "\nrawtool: cut: 3 cells longer than 40 characters are shown cut there"));
+  CHECK(mentions(table.out, "\nrawtool: cut: 3 cells wider than 40 columns are shown cut there"));
   CHECK(mentions(table.out, "untrusted"));  // the boundary is still named
   // Columns align: the separators stand at the same place on the column line and every row line.
   std::set<std::size_t> first_separators;
@@ -544,4 +544,50 @@ TEST_CASE("query and certified --format table print aligned, escaped columns, cu
   const auto structured = run_rawtool({"query", "--db", db, "--json", sql}, clean_env());
   REQUIRE(structured.exit_status == 0);
   CHECK(json::parse(structured.out).at("rows").at(0).at(3) == std::string(60, 'w'));
+}
+
+TEST_CASE("query --format table fits lines to $COLUMNS, measuring wide characters by the columns they take",
+          "[cli][sqlite][table]") {
+  ShopFixture shop;
+  const std::string db = shop.database().string();
+  // Four 50-column cells, two of them of wide characters.
+  const std::string sql =
+      "SELECT id, replace(hex(zeroblob(25)), '0', 'w') AS a, replace(hex(zeroblob(25)), '0', 'x') AS b, "
+      "replace(hex(zeroblob(25)), '0', '\xE4\xB8\xAD') AS c, replace(hex(zeroblob(25)), '0', '\xE8\xAA\x9E') AS d FROM reviews";
+  for (const std::string columns : {"80", "120", "160"}) {
+    RunOptions env = clean_env();
+    env.env.emplace_back("COLUMNS", columns);
+    const auto table = run_rawtool({"query", "--db", db, "--format", "table", sql}, env);
+    INFO(table.out << table.err);
+    REQUIRE(table.exit_status == 0);
+    CHECK(rawtool::test::text_surface_problems(table.out, rawtool::render::RowsLayout::table).empty());
+    CHECK(mentions(table.out, "(to fit the terminal's " + columns + " columns)"));
+    std::size_t start = 0;
+    std::size_t lines = 0;
+    while (start < table.out.size()) {
+      const std::size_t end = table.out.find('\n', start);
+      const std::string line = table.out.substr(start, end - start);
+      start = end + 1;
+      if (!line.starts_with("columns: ") && !line.starts_with("row ")) continue;
+      ++lines;
+      // Terminal columns: a wide character is three bytes here and takes two.
+      std::size_t width = 0;
+      for (std::size_t i = 0; i < line.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(line[i]);
+        if (byte == 0xE4 || byte == 0xE8) {
+          width += 2;
+          i += 2;
+        } else {
+          ++width;
+        }
+      }
+      CHECK(width <= std::stoul(columns));
+    }
+    CHECK(lines == 4);
+  }
+  // Not a number: the terminal's size, and here (no terminal) the fixed cut only.
+  RunOptions junk = clean_env();
+  junk.env.emplace_back("COLUMNS", "wide");
+  const auto unfitted = run_rawtool({"query", "--db", db, "--format", "table", sql}, junk);
+  CHECK(mentions(unfitted.out, "\nrawtool: cut: 12 cells wider than 40 columns are shown cut there, marked by"));
 }

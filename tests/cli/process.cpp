@@ -277,7 +277,7 @@ void write_file(const std::filesystem::path& file, std::string_view text) {
 RunOptions isolated_env(const std::filesystem::path& state_home, std::initializer_list<const char*> also_removed) {
   RunOptions options;
   for (const char* name : {"RAWTOOL_DATABASE_URL", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER",
-                           "PGSERVICE", "NO_COLOR"}) {
+                           "PGSERVICE", "NO_COLOR", "COLUMNS"}) {
     options.env.emplace_back(name, std::nullopt);
   }
   for (const char* name : also_removed) options.env.emplace_back(name, std::nullopt);

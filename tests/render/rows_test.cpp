@@ -1,6 +1,8 @@
 #include <rawtool/render/json.hpp>
 #include <rawtool/render/rows.hpp>
 
+#include "detail/tables.hpp"
+#include "detail/utf8.hpp"
 #include "oracle.hpp"
 #include "untrusted_bytes.hpp"
 
@@ -362,7 +364,7 @@ TEST_CASE("the table layout cuts a wide cell at the edge of an escape and states
   CHECK(row_lines[0].ends_with("\"aaaaaaaaaa\"..."));
   CHECK(row_lines[1].ends_with("\"aaaaaaaa\"..."));
   CHECK(row_lines[2].ends_with("\"fits\""));
-  CHECK(lines_with(rendered.text(), "rawtool: cut: 2 cells longer than 10 characters are shown cut there").size() == 1);
+  CHECK(lines_with(rendered.text(), "rawtool: cut: 2 cells wider than 10 columns are shown cut there").size() == 1);
   // What the text shows of a cut cell is a prefix of the cell; the structured surface keeps it whole.
   const auto cells = rawtool::test::row_cells(rendered.text(), rawtool::render::RowsLayout::table);
   CHECK(cells[0][0] == std::string(10, 'a'));
@@ -382,7 +384,7 @@ TEST_CASE("the table layout counts a cut column name the way it counts cut cells
     CHECK(rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table).empty());
     CHECK(lines_with(rendered.text(), "columns: ")[0].find("\"nnnnnnnnnn\"...") != std::string::npos);
     CHECK(lines_with(rendered.text(), "rawtool: cut: ") ==
-          std::vector<std::string>{"rawtool: cut: 2 column names longer than 10 characters are shown cut there, marked by \"...\" after the "
+          std::vector<std::string>{"rawtool: cut: 2 column names wider than 10 columns are shown cut there, marked by \"...\" after the "
                                    "closing quote; every column name is whole in the default layout and in JSON"});
     CHECK(rendered.structured().at("columns").at(0).at("name") == std::string(40, 'n'));
   }
@@ -392,7 +394,7 @@ TEST_CASE("the table layout counts a cut column name the way it counts cut cells
     const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(10));
     INFO(rendered.text());
     CHECK(lines_with(rendered.text(), "rawtool: cut: ") ==
-          std::vector<std::string>{"rawtool: cut: 1 cell and 1 column name longer than 10 characters are shown cut there, marked by \"...\" after "
+          std::vector<std::string>{"rawtool: cut: 1 cell and 1 column name wider than 10 columns are shown cut there, marked by \"...\" after "
                                    "the closing quote; every cell and column name is whole in the default layout and in JSON"});
   }
   SECTION("one name cut, no rows at all") {
@@ -400,11 +402,119 @@ TEST_CASE("the table layout counts a cut column name the way it counts cut cells
     const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(39));
     INFO(rendered.text());
     CHECK(lines_with(rendered.text(), "rawtool: cut: ") ==
-          std::vector<std::string>{"rawtool: cut: 1 column name longer than 39 characters is shown cut there, marked by \"...\" after the closing "
+          std::vector<std::string>{"rawtool: cut: 1 column name wider than 39 columns is shown cut there, marked by \"...\" after the closing "
                                    "quote; every column name is whole in the default layout and in JSON"});
   }
   SECTION("a name exactly the width is not cut") {
     rows.columns.resize(1);
     CHECK(lines_with(rawtool::render::render_rows(rows, raw_provenance(), table_options(40)).text(), "rawtool: cut:").empty());
+  }
+}
+
+namespace {
+
+/// The terminal columns `line` takes: wide characters two, combining marks none.
+std::size_t display_columns(const std::string& line) {
+  std::size_t columns = 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(line.data());
+  for (std::size_t i = 0; i < line.size();) {
+    char32_t cp = 0;
+    const std::size_t length = rawtool::render::detail::decode_utf8(p + i, line.size() - i, cp);
+    REQUIRE(length != 0);
+    columns += rawtool::render::detail::display_width(cp);
+    i += length;
+  }
+  return columns;
+}
+
+}  // namespace
+
+TEST_CASE("the table layout measures wide characters and combining marks by the columns they take", "[render][rows][table]") {
+  Rows rows;
+  rows.columns = {Column{Untrusted("text"s), Untrusted("text"s)}, Column{Untrusted("next"s), Untrusted("text"s)}};
+  rows.rows = {
+      {Cell(Untrusted("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"s)), Cell(Untrusted("a"s))},  // 日本語: 6 columns
+      {Cell(Untrusted("e\xCC\x81x"s)), Cell(Untrusted("b"s))},                           // e + U+0301 + x: 2 columns
+      {Cell(Untrusted("plain"s)), Cell(Untrusted("c"s))},
+  };
+  const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), table_options(40));
+  INFO(rendered.text());
+  REQUIRE_FALSE(rendered.refused());
+  CHECK(rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table).empty());
+  // The separator stands at the same display column on every line.
+  std::vector<std::string> lines = lines_with(rendered.text(), "row ");
+  lines.insert(lines.begin(), lines_with(rendered.text(), "columns: ")[0]);
+  std::set<std::size_t> separator_columns;
+  for (const auto& line : lines) separator_columns.insert(display_columns(line.substr(0, line.find(" | "))));
+  CHECK(separator_columns.size() == 1);
+
+  SECTION("a wide character is never split by the cut") {
+    rows.rows = {{Cell(Untrusted("\xE6\x97\xA5\xE6\x97\xA5\xE6\x97\xA5\xE6\x97\xA5\xE6\x97\xA5\xE6\x97\xA5"s)), Cell(Untrusted("a"s))}};
+    const auto cut = rawtool::render::render_rows(rows, raw_provenance(), table_options(9));
+    INFO(cut.text());
+    // Nine columns hold four wide characters, not four and a half.
+    CHECK(lines_with(cut.text(), "row 1: ")[0].find("\"\xE6\x97\xA5\xE6\x97\xA5\xE6\x97\xA5\xE6\x97\xA5\"...") != std::string::npos);
+    CHECK(lines_with(cut.text(), "rawtool: cut: 1 cell wider than 9 columns is shown cut there").size() == 1);
+  }
+}
+
+TEST_CASE("the table layout cuts cells shorter so that lines fit the terminal", "[render][rows][table]") {
+  Rows rows;
+  rows.columns = {Column{Untrusted("id"s), Untrusted("int4"s)}};
+  for (int c = 1; c <= 4; ++c) rows.columns.push_back(Column{Untrusted("column " + std::to_string(c)), Untrusted("text"s)});
+  for (int r = 0; r < 3; ++r) {
+    std::vector<Cell> row{Cell(Untrusted(std::to_string(r)))};
+    for (std::size_t c = 1; c <= 4; ++c) {
+      std::string text(30 + 10 * c, static_cast<char>('a' + c));
+      text += "\xE4\xB8\xAD";
+      row.emplace_back(Untrusted(std::move(text)));
+    }
+    rows.rows.push_back(std::move(row));
+  }
+  for (const std::size_t terminal : {80UL, 120UL, 160UL}) {
+    RenderOptions options = table_options(40);
+    options.table_line_width = terminal;
+    const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), options);
+    INFO(terminal << " columns:\n" << rendered.text());
+    REQUIRE_FALSE(rendered.refused());
+    CHECK(rawtool::test::text_surface_problems(rendered.text(), rawtool::render::RowsLayout::table).empty());
+    std::vector<std::string> lines = lines_with(rendered.text(), "row ");
+    lines.push_back(lines_with(rendered.text(), "columns: ")[0]);
+    for (const auto& line : lines) {
+      CHECK(display_columns(line) <= terminal);
+      // Every row's four wide cells are cut; the narrow id is not.
+      std::size_t cuts = 0;
+      for (auto at = line.find("\"..."); at != std::string::npos; at = line.find("\"...", at + 1)) ++cuts;
+      CHECK(cuts == (line.starts_with("row ") ? 4 : 0));
+    }
+    const auto said = lines_with(rendered.text(), "rawtool: cut: 12 cells wider than ");
+    REQUIRE(said.size() == 1);
+    CHECK(said[0].find("(to fit the terminal's " + std::to_string(terminal) + " columns)") != std::string::npos);
+    // The lines use the width they are given: one column more would not fit.
+    std::size_t widest = 0;
+    for (const auto& line : lines) widest = std::max(widest, display_columns(line));
+    CHECK(widest + 4 > terminal);
+  }
+  SECTION("lines that cannot fit at the shortest cut say so") {
+    for (int c = 5; c <= 12; ++c) {
+      std::string name = "c";
+      name += std::to_string(c);
+      rows.columns.push_back(Column{Untrusted(std::move(name)), Untrusted("text"s)});
+      const Cell wide(Untrusted(std::string(20, 'z')));
+      for (auto& row : rows.rows) row.push_back(wide);
+    }
+    RenderOptions options = table_options(40);
+    options.table_line_width = 80;
+    const auto rendered = rawtool::render::render_rows(rows, raw_provenance(), options);
+    INFO(rendered.text());
+    CHECK(lines_with(rendered.text(), "rawtool: cut: ")[0].find(
+              "wider than 8 columns are shown cut there (the shortest cut; lines are still wider than the terminal's 80 columns)") !=
+          std::string::npos);
+  }
+  SECTION("a table that fits is not cut") {
+    rows.rows = {{Cell(Untrusted("1"s)), Cell(Untrusted("a"s)), Cell(Untrusted("b"s)), Cell(Untrusted("c"s)), std::nullopt}};
+    RenderOptions options = table_options(40);
+    options.table_line_width = 80;
+    CHECK(lines_with(rawtool::render::render_rows(rows, raw_provenance(), options).text(), "rawtool: cut:").empty());
   }
 }

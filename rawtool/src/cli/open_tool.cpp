@@ -7,7 +7,9 @@
 #include <string>
 #include <system_error>
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace rawtool::cli {
 
@@ -165,6 +167,20 @@ void apply_format(const Args& args, Config& config) {
   if (*format != "lines" && *format != "table") throw UsageError("--format is lines or table");
   if (args.flag("--json")) throw UsageError("--format lays out the text surface; --json prints the structured one instead");
   config.render.rows_layout = *format == "table" ? render::RowsLayout::table : render::RowsLayout::lines;
+  if (config.render.rows_layout == render::RowsLayout::table) config.render.table_line_width = terminal_columns();
+}
+
+std::size_t terminal_columns() {
+  // COLUMNS first, as shells and other tools honour it; then the terminal's own size.
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr && *columns != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long value = std::strtoul(columns, &end, 10);
+    if (errno == 0 && *end == '\0' && value > 0 && value <= 100000 && columns[0] != '-') return value;
+  }
+  winsize size{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 0;
 }
 
 }  // namespace rawtool::cli

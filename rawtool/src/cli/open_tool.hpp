@@ -47,12 +47,17 @@ inline constexpr OptionSpec format_option{"--format", "lines|table"};
 inline constexpr std::string_view format_option_help =
     "  --format lines|table  how rows are laid out on the text surface: lines (the\n"
     "                  default), or table: aligned columns for a terminal, cells\n"
-    "                  still escaped and quoted, a cell longer than 40 characters\n"
-    "                  cut with the cut stated. Not with --json.\n";
+    "                  still escaped and quoted, a cell wider than 40 columns cut\n"
+    "                  with the cut stated, and cut shorter (to 8) so that lines\n"
+    "                  fit the terminal ($COLUMNS, else its size). Not with --json.\n";
 
 /// Sets the configuration's rows layout from --format. Throws UsageError for
 /// a value other than lines or table, or --format with --json.
 void apply_format(const Args& args, Config& config);
+
+/// The terminal's width for --format table: $COLUMNS when it holds a positive
+/// number, else the width of the terminal on stdout, else 0 (unknown).
+std::size_t terminal_columns();
 
 /// Where the operator log goes when neither --log nor the configuration says.
 enum class LogDefault {

@@ -34,6 +34,18 @@ inline CodePointClass code_point_class(char32_t cp) noexcept {
   return code_point_class_of_scalar(cp);
 }
 
+extern const std::uint16_t display_width_stage1[0x110000 >> 7];
+extern const std::uint8_t display_width_stage2[];
+
+/// The terminal columns `cp` takes when shown as it is: 2 for East Asian Wide
+/// and Fullwidth, 0 for non-spacing and enclosing marks, else 1. Anything
+/// past U+10FFFF is 1 (it is escaped, never shown as it is).
+inline std::size_t display_width(char32_t cp) noexcept {
+  if (cp > 0x10FFFF) return 1;
+  const std::size_t block = display_width_stage1[cp >> 7];
+  return display_width_stage2[(block << 7) | (cp & 0x7F)];
+}
+
 struct SqlstateName {
   char code[6];
   const char* name;

@@ -28,9 +28,14 @@ struct RenderOptions {
   CatalogProse catalog_prose = CatalogProse::quoted;
   /// The text surface's layout of rows; the structured surface is the same for both.
   RowsLayout rows_layout = RowsLayout::lines;
-  /// RowsLayout::table: the most characters of a cell's escaped form shown
-  /// between its quotes; a longer one is cut there, and the cut is stated.
+  /// RowsLayout::table: the most terminal columns of a cell's escaped form
+  /// shown between its quotes; a longer one is cut there, and the cut is stated.
   std::size_t table_cell_width = 40;
+  /// RowsLayout::table: the terminal's width in columns, 0 when unknown. When
+  /// a line would be wider, cells are cut shorter than table_cell_width (to
+  /// no fewer than table_min_cell_width columns) until the lines fit.
+  std::size_t table_line_width = 0;
+  std::size_t table_min_cell_width = 8;
 };
 
 }  // namespace rawtool::render

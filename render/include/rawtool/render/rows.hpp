@@ -34,11 +34,15 @@ namespace rawtool::render {
 /// lines are laid out as aligned columns instead: "columns: " and each
 /// "row N: " padded to one width, then the names (without types) and the
 /// cells escaped as above, each padded to its column's width and separated
-/// by " | ". A cell whose escaped form is longer than
-/// options.table_cell_width characters is cut at the edge of a character or
+/// by " | ". Widths are terminal columns: a wide (East Asian) character takes
+/// two, a combining mark none. A cell whose escaped form is longer than
+/// options.table_cell_width columns is cut at the edge of a character or
 /// escape, its quotes closed and "..." written after them (a '"' inside a
 /// cell is always escaped, so this cannot be a cell's own text), and a line
-/// "rawtool: cut: N cells ..." states how many were cut. Everything else, the
+/// "rawtool: cut: N cells ..." states how many were cut and where. With
+/// options.table_line_width, the cut is made shorter (down to
+/// options.table_min_cell_width) until the lines fit that width, if they can.
+/// Everything else, the
 /// boundary and the trailer included, is as in the lines layout.
 /// Rows are not held to options.budget (the driver's byte cap bounds them);
 /// a failed self-check gives a refusal (Rendered::refused).
