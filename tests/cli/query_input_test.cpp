@@ -97,10 +97,10 @@ TEST_CASE("query refuses a missing file, empty input, two sources and no SQL at 
   check_usage_error(gone, "--file: cannot open \"" + shop.folder().string() + "/no\\x1B[2Jsuch.sql\": No such file or directory");
   CHECK(gone.err.find('\x1b') == std::string::npos);
 
-  check_usage_error(run_rawtool({"query", "--db", db, "-"}, options), "no SQL given: stdin holds none");
+  check_usage_error(run_rawtool({"query", "--db", db, "-"}, options), "no SQL given: the statement from stdin is empty");
   write_file(shop.folder() / "blank.sql", " \n\t\n");
   check_usage_error(run_rawtool({"query", "--db", db, "--file", (shop.folder() / "blank.sql").string()}, options),
-                    "no SQL given: --file");
+                    "no SQL given: the statement in --file");
   check_usage_error(run_rawtool({"query", "--db", db, "--file", (shop.folder() / "blank.sql").string(), "SELECT 1"}, options),
                     "give the SQL as an argument, -, or --file FILE: one of them");
 
@@ -111,4 +111,53 @@ TEST_CASE("query refuses a missing file, empty input, two sources and no SQL at 
   const auto at_terminal = run_rawtool({"query", "--db", db}, terminal);
   CHECK(at_terminal.exit_status == 2);
   CHECK_THAT(at_terminal.err, Catch::StartsWith("rawtool: query: no SQL given;"));
+}
+
+TEST_CASE("an empty or oversized statement exits 2 whatever its source: the argument, stdin or --file", "[cli][sqlite]") {
+  ShopFixture shop;
+  ScratchFolder state;
+  const RunOptions options = clean_env(state);
+  const std::string config = (shop.folder() / "small.json").string();
+  write_file(config, nlohmann::json{{"databases", {{{"label", "shop"}, {"path", shop.database().string()},
+                                                   {"limits", {{"max_statement_bytes", 64}}}}}}}.dump());
+  const std::string statement_file = (shop.folder() / "statement.sql").string();
+  // Each source, given the same statement.
+  const auto run_from = [&](const std::string& source, const std::string& sql) {
+    RunOptions run = options;
+    std::vector<std::string> args{"query", "--config", config};
+    if (source == "argument") {
+      args.insert(args.end(), {"--", sql});
+    } else if (source == "stdin") {
+      args.push_back("-");
+      run.stdin_bytes = sql;
+    } else {
+      write_file(statement_file, sql);
+      args.insert(args.end(), {"--file", statement_file});
+    }
+    return run_rawtool(args, run);
+  };
+  for (const std::string source : {"argument", "stdin", "file"}) {
+    INFO("from " << source);
+    // Nothing but white space, or too long: refused before anything runs, on stderr.
+    for (const std::string& sql : {std::string(), std::string(" \n\t "), "SELECT 1 -- " + std::string(60, 'x')}) {
+      INFO("statement: " << sql);
+      const auto refused = run_from(source, sql);
+      INFO(refused.out << refused.err);
+      CHECK(refused.exit_status == 2);
+      CHECK(refused.out.empty());
+      CHECK_THAT(refused.err, Catch::Contains(sql.size() > 64 ? "is longer than 64 bytes, the max_statement_bytes of database shop"
+                                                               : "no SQL given: the statement "));
+    }
+    // Nothing but a comment or a semicolon: the engine finds no statement; the same kind, the same status.
+    for (const std::string sql : {"-- only a comment", ";"}) {
+      const auto empty = run_from(source, sql);
+      INFO(empty.out << empty.err);
+      CHECK(empty.exit_status == 2);
+      CHECK_THAT(empty.out, Catch::Contains("reason=empty_statement"));
+    }
+    // Exactly the limit runs.
+    const auto fits = run_from(source, "SELECT 1 AS one -- " + std::string(64 - 19, 'x'));
+    INFO(fits.out << fits.err);
+    CHECK(fits.exit_status == 0);
+  }
 }

@@ -24,12 +24,17 @@ constexpr std::string_view help =
     "  --db URL|PATH   the database, replacing the configuration's first target\n"
     "  --json          print the structured surface (one JSON line) instead of text\n";
 
+constexpr std::string_view examples =
+    "  rawtool catalog --config config.json\n"
+    "  rawtool catalog --config config.json --json\n";
+
 }  // namespace
 
 int run_catalog(Arguments argv) {
   const Args args(argv, database_options);
   if (args.help()) {
-    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help));
+    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help) + std::string(examples_lead) +
+                     std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   if (!args.positionals().empty()) {

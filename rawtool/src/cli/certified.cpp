@@ -35,6 +35,11 @@ constexpr std::string_view help =
     "  --db URL|PATH   the database, replacing the configuration's first target\n"
     "  --json          print the structured surface (one JSON line) instead of text\n";
 
+constexpr std::string_view examples =
+    "  rawtool catalog --config config.json\n"
+    "  rawtool certified --config config.json product_reviews product_id=1\n"
+    "  rawtool certified --config config.json --json product_reviews product_id=1\n";
+
 constexpr auto certified_options = with_database_options(std::array<OptionSpec, 1>{{format_option}});
 
 nlohmann::json parameters_from(const std::vector<std::string>& pairs) {
@@ -59,7 +64,7 @@ int run_certified(Arguments argv) {
   const Args args(argv, certified_options);
   if (args.help()) {
     write_all(1, std::string(help) + std::string(format_option_help) + std::string(log_options_help) + "\n" +
-                     std::string(exit_status_help));
+                     std::string(exit_status_help) + std::string(examples_lead) + std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   const auto& positionals = args.positionals();

@@ -57,6 +57,10 @@ constexpr std::string_view help =
     "     has a refused hazard, or a catalog query has a problem\n"
     "  2  usage error or configuration error (the field is named on stderr)\n";
 
+constexpr std::string_view examples =
+    "  rawtool check-config --config config.json\n"
+    "  rawtool check-config --config config.json --connect\n";
+
 constexpr std::array<OptionSpec, 2> options{{{"--config", "FILE"}, {"--connect", {}}}};
 
 /// A value the server sent, escaped and in double quotes: it cannot break the line.
@@ -164,7 +168,7 @@ std::size_t print_catalog_check(Tool& tool) {
 int run_check_config(Arguments argv) {
   const Args args(argv, options);
   if (args.help()) {
-    write_all(1, help);
+    write_all(1, std::string(help) + std::string(examples_lead) + std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   const auto file = args.value("--config");

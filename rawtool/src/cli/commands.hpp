@@ -32,7 +32,7 @@ inline constexpr Subcommand subcommands[] = {
     {"certified", "run a pinned query from the catalog; failures are a status only", run_certified},
     {"catalog", "describe the catalog of pinned queries", run_catalog},
     {"schema", "describe the tables and columns the connected role can use", run_schema},
-    {"mcp", "serve the Model Context Protocol on stdin/stdout", run_mcp},
+    {"mcp", "serve the Model Context Protocol on stdin/stdout, or over HTTP with --http", run_mcp},
     {"render", "render one database failure, read as JSON on stdin (for gateways)", run_render},
     {"demo", "show both paths on a SQLite database built for the occasion", run_demo},
     {"check-config", "validate a configuration file and its catalog", run_check_config},
@@ -43,6 +43,11 @@ inline constexpr std::string_view exit_status_help =
     "Exit status:\n"
     "  0  success (rows, or the requested output)\n"
     "  1  the database failed, rawtool refused, or a certified query reported a status\n"
-    "  2  usage error, malformed input, or configuration error\n";
+    "  2  usage error, malformed input (an empty statement, or one longer than\n"
+    "     max_statement_bytes, whatever its source), or configuration error\n";
+
+/// Every --help ends with examples, led by this line: they use the files the
+/// demo keeps, so that each runs as printed (tests/cli/help_test.cpp runs them).
+inline constexpr std::string_view examples_lead = "\nExamples, in the folder `rawtool demo --keep` leaves:\n";
 
 }  // namespace rawtool::cli

@@ -50,7 +50,11 @@ constexpr std::string_view help =
     "  --keep   keep the temporary folder, print its path and a command that uses\n"
     "           its configuration (rawtool query --config FOLDER/config.json ...)\n"
     "\n"
-    "Exit status: 0 when every part ran as shown, 1 otherwise.\n";
+    "Exit status: 0 when every part ran as shown, 1 otherwise.\n"
+    "\n"
+    "Examples:\n"
+    "  rawtool demo\n"
+    "  rawtool demo --keep\n";
 
 constexpr std::array<OptionSpec, 1> options{{{"--keep", ""}}};
 

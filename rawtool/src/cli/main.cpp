@@ -40,6 +40,11 @@ std::string top_level_help() {
       "Run `rawtool <command> --help` for a command's options.\n"
       "\n";
   text += rawtool::cli::exit_status_help;
+  text += rawtool::cli::examples_lead;
+  text +=
+      "  rawtool query --db reviews.db \"SELECT author, rating FROM reviews\"\n"
+      "  rawtool certified --config config.json product_reviews product_id=1\n"
+      "  rawtool mcp --config config.json\n";
   return text;
 }
 

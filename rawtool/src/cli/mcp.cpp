@@ -39,8 +39,11 @@ constexpr std::string_view help =
     "  --db URL|PATH       the database, replacing the configuration's first target\n"
     "\n"
     "Exit status: 0 when stdin closed normally (with --http: after SIGTERM or\n"
-    "SIGINT), 2 for a usage or configuration\n"
-    "error, 1 otherwise.\n";
+    "SIGINT), 2 for a usage or configuration error, 1 otherwise.\n";
+
+constexpr std::string_view examples =
+    "  rawtool mcp --config config.json\n"
+    "  rawtool mcp --config config.json --http 127.0.0.1:8808\n";
 
 constexpr std::array<OptionSpec, 5> options{{{"--http", "[HOST:]PORT"},
                                              {"--config", "FILE"},
@@ -81,7 +84,7 @@ int run_mcp(Arguments argv) {
   if (args.help()) {
     const auto exit_paragraph = help.find("\nExit status");
     write_all(1, std::string(help.substr(0, exit_paragraph)) + std::string(log_options_help) +
-                     std::string(help.substr(exit_paragraph)));
+                     std::string(help.substr(exit_paragraph)) + std::string(examples_lead) + std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   if (!args.positionals().empty()) {

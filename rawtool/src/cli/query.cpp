@@ -48,6 +48,11 @@ constexpr std::string_view help =
     "                  not a terminal, stdin is read too\n"
     "  --              end of options, for SQL that begins with \"-\"\n";
 
+constexpr std::string_view examples =
+    "  rawtool query --db reviews.db \"SELECT author, rating FROM reviews\"\n"
+    "  rawtool query --config config.json --format table \"SELECT * FROM reviews\"\n"
+    "  echo \"SELECT count(*) FROM reviews\" | rawtool query --db reviews.db --json -\n";
+
 // The options every database-using command takes, the choice of database and
 // where the statement comes from.
 constexpr auto query_options =
@@ -61,27 +66,34 @@ std::string shown_path(const std::string& path) {
   return shown;
 }
 
-/// The statement from `fd`: at most `limit` bytes. Throws UsageError, naming
-/// `source`, when there is nothing, more than `limit`, or a read fails. A
-/// statement is never cut short: one that is too long is not run at all.
+/// `sql` from `source` if it can run: throws UsageError, naming `source`, when
+/// it holds nothing but white space or is longer than `limit`. The same rule
+/// for every source, so that an empty or oversized statement exits 2 whether
+/// it came as the argument, from stdin or from a file.
+std::string checked_statement(std::string sql, const std::string& source, std::size_t limit, const std::string& database) {
+  if (sql.size() > limit) {
+    throw UsageError("the statement " + source + " is longer than " + std::to_string(limit) +
+                     " bytes, the max_statement_bytes of database " + database + "; nothing was run");
+  }
+  if (sql.find_first_not_of(" \t\r\n") == std::string::npos) throw UsageError("no SQL given: the statement " + source + " is empty");
+  return sql;
+}
+
+/// The statement from `fd`, read to at most `limit` + 1 bytes (a statement is
+/// never cut short: one that is too long is not run at all), then checked.
 std::string read_statement(int fd, const std::string& source, std::size_t limit, const std::string& database) {
   std::string sql;
   std::array<char, 65536> buffer{};
-  for (;;) {
+  while (sql.size() <= limit) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw UsageError("cannot read the statement from " + source + ": " + std::generic_category().message(errno));
+      throw UsageError("cannot read the statement " + source + ": " + std::generic_category().message(errno));
     }
     if (n == 0) break;
     sql.append(buffer.data(), static_cast<std::size_t>(n));
-    if (sql.size() > limit) {
-      throw UsageError("the statement from " + source + " is longer than " + std::to_string(limit) +
-                       " bytes, the max_statement_bytes of database " + database + "; nothing was run");
-    }
   }
-  if (sql.find_first_not_of(" \t\r\n") == std::string::npos) throw UsageError("no SQL given: " + source + " holds none");
-  return sql;
+  return checked_statement(std::move(sql), source, limit, database);
 }
 
 /// Where the statement comes from: the argument, `-` (stdin), --file, or
@@ -99,11 +111,13 @@ std::string statement_from(const Args& args, const DatabaseConfig& database) {
       int fd;
       ~Closer() { ::close(fd); }
     } closer{fd};
-    return read_statement(fd, "--file " + shown_path(*file), limit, database.label);
+    return read_statement(fd, "in --file " + shown_path(*file), limit, database.label);
   }
-  if (!positionals.empty() && positionals.front() != "-") return positionals.front();
+  if (!positionals.empty() && positionals.front() != "-") {
+    return checked_statement(std::string(positionals.front()), "given as the argument", limit, database.label);
+  }
   if (positionals.empty() && ::isatty(STDIN_FILENO) == 1) throw UsageError("no SQL given");
-  return read_statement(STDIN_FILENO, "stdin", limit, database.label);
+  return read_statement(STDIN_FILENO, "from stdin", limit, database.label);
 }
 
 }  // namespace
@@ -112,7 +126,7 @@ int run_query(Arguments argv) {
   const Args args(argv, query_options);
   if (args.help()) {
     write_all(1, std::string(help) + std::string(format_option_help) + std::string(log_options_help) + "\n" +
-                     std::string(exit_status_help));
+                     std::string(exit_status_help) + std::string(examples_lead) + std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   if (args.positionals().size() > 1) throw UsageError("give the SQL as one argument (quote it)");
@@ -143,8 +157,13 @@ int run_query(Arguments argv) {
     write_all(STDERR_FILENO, interruption_line("query", *watched.interrupted_by, watched.reply));
     return interrupted_exit_status(*watched.interrupted_by);
   }
-  const Exit status = print_reply(watched.reply, args.flag("--json"));
+  Exit status = print_reply(watched.reply, args.flag("--json"));
   print_log_pointer("query", watched.reply, tool->config().log);
+  // A statement of nothing but comments or semicolons is refused by the
+  // database's own parser; it is the same kind of input error as one of
+  // nothing but white space, and exits the same way.
+  const nlohmann::json& structured = watched.reply.structured();
+  if (structured.value("kind", "") == "refusal" && structured.value("reason", "") == "empty_statement") status = Exit::usage;
   return static_cast<int>(status);
 }
 

@@ -57,6 +57,10 @@ constexpr std::string_view help =
     "     or its self-check failed); the refusal is printed instead\n"
     "  2  usage error or malformed input\n";
 
+constexpr std::string_view examples =
+    "  echo '{\"engine\": \"postgresql\", \"sqlstate\": \"42P01\", \"message\": \"relation \\\"x\\\" does not exist\"}' | rawtool render\n"
+    "  echo '{\"engine\": \"sqlite\", \"code\": 1, \"message\": \"no such table: x\"}' | rawtool render --json\n";
+
 constexpr std::array<OptionSpec, 5> options{{
     {"--json", ""},
     {"--ascii-only", ""},
@@ -100,7 +104,7 @@ std::size_t parse_budget(const std::string& text) {
 int run_render(Arguments argv) {
   const Args args(argv, options);
   if (args.help()) {
-    write_all(1, help);
+    write_all(1, std::string(help) + std::string(examples_lead) + std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   if (!args.positionals().empty()) {

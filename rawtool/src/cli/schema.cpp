@@ -44,6 +44,11 @@ constexpr std::string_view help =
     "  --limit N       objects per page, 1 to 200 (default 50)\n"
     "  --json          print the structured surface (one JSON line) instead of text\n";
 
+constexpr std::string_view examples =
+    "  rawtool schema --db reviews.db\n"
+    "  rawtool schema --db reviews.db reviews\n"
+    "  rawtool schema --config config.json --pattern 'rev%' --json\n";
+
 constexpr auto schema_options = with_database_options(std::array<OptionSpec, 5>{{
     {"--database", "LABEL"},
     {"--schema", "NAME"},
@@ -67,7 +72,8 @@ std::uint64_t count_option(const Args& args, std::string_view name, std::uint64_
 int run_schema(Arguments argv) {
   const Args args(argv, schema_options);
   if (args.help()) {
-    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help));
+    write_all(1, std::string(help) + std::string(log_options_help) + "\n" + std::string(exit_status_help) + std::string(examples_lead) +
+                     std::string(examples));
     return static_cast<int>(Exit::ok);
   }
   if (args.positionals().size() > 1) throw UsageError("give at most one table name");
