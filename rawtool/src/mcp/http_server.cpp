@@ -251,7 +251,8 @@ private:
   void answered();
   void start_event_stream();
   void write_stream_piece(EventStream::Piece piece, std::string bytes, EventStream::Written written);
-  void log_request(unsigned status);
+  /// `unanswered`: a request that got no JSON-RPC response (a cancelled call).
+  void log_request(unsigned status, bool unanswered = false);
 
   /// Where the connection is with its request. Changed only by enter(),
   /// which keeps the server's counts that follow from it.
@@ -735,7 +736,7 @@ void Connection::deliver_nothing() {
                                                        "the server stopped before this call finished; it was cancelled")),
                            true);
     }
-    log_request(202);
+    log_request(202, !request_id_.is_null());
     return events_->send("", true);
   }
   events_.reset();
@@ -748,7 +749,7 @@ void Connection::deliver_nothing() {
     log_request(503);
     return send(std::move(response));
   }
-  log_request(202);
+  log_request(202, !request_id_.is_null() && !rpc_method_.empty());
   send(Response(http::status::accepted, parser_->get().version()));
 }
 
@@ -816,13 +817,12 @@ void Connection::handle_delete() {
   });
 }
 
-void Connection::log_request(unsigned status) {
+void Connection::log_request(unsigned status, bool unanswered) {
   const OperatorLog& log = server_.log();
   if (!log.enabled(LogLevel::info)) return;
-  log.write(LogLevel::info, "http", "request",
-            json{{"token", client_ != nullptr ? json(client_->name) : json()},
-                 {"method", rpc_method_},
-                 {"status", status}});
+  json fields{{"token", client_ != nullptr ? json(client_->name) : json()}, {"method", rpc_method_}, {"status", status}};
+  if (unanswered) fields["answered"] = false;
+  log.write(LogLevel::info, "http", "request", fields);
 }
 
 void Connection::refuse(http::status status, std::string_view message) {

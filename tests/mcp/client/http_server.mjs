@@ -78,13 +78,13 @@ export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", 
 }
 
 /// Tool calls the server answered with nothing (cancelled), counted from the
-/// "request" events of its operator log.
+/// "request" events of its operator log that say so ("answered": false).
 export function unansweredCalls(server) {
   return server
     .log()
     .split("\n")
     .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
-    .filter((line) => JSON.parse(line).status === 202).length;
+    .filter((line) => JSON.parse(line).answered === false).length;
 }
 
 /// Waits up to `ms` for unansweredCalls(server) to pass `before`; the count.
