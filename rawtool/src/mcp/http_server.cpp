@@ -736,7 +736,7 @@ void Connection::deliver_nothing() {
                                                        "the server stopped before this call finished; it was cancelled")),
                            true);
     }
-    log_request(202, !request_id_.is_null());
+    log_request(200, !request_id_.is_null());  // the status its head carried
     return events_->send("", true);
   }
   events_.reset();

@@ -14,7 +14,7 @@ import { after, before, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, unansweredCallStatuses, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 const tokens = { alice: "sdk-alice-0b7c", bob: "sdk-bob-e41d" };
@@ -188,6 +188,7 @@ test("a call the SDK aborts is cancelled on the server: notifications/cancelled 
   // The call's own request is then answered with nothing, well before the
   // statement's 5 s timeout would have ended it.
   assert.equal(await waitForUnanswered(server, before), before + 1, "the server did not cancel the call");
+  assert.equal(unansweredCallStatuses(server).at(-1), 200, "its event stream had begun: logged with the 200 it was sent");
   assert.ok(Date.now() - started < 4000);
   // The session still serves.
   const after = await client.callTool({ name: "raw_sql", arguments: { sql: "SELECT 'still here' AS s" } });

@@ -77,14 +77,22 @@ export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", 
   };
 }
 
-/// Tool calls the server answered with nothing (cancelled), counted from the
-/// "request" events of its operator log that say so ("answered": false).
-export function unansweredCalls(server) {
+/// The HTTP status of each tool call the server answered with nothing
+/// (cancelled), in order, from the "request" events of its operator log that
+/// say so ("answered": false).
+export function unansweredCallStatuses(server) {
   return server
     .log()
     .split("\n")
     .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
-    .filter((line) => JSON.parse(line).answered === false).length;
+    .map((line) => JSON.parse(line))
+    .filter((entry) => entry.answered === false)
+    .map((entry) => entry.status);
+}
+
+/// How many tool calls the server answered with nothing.
+export function unansweredCalls(server) {
+  return unansweredCallStatuses(server).length;
 }
 
 /// Waits up to `ms` for unansweredCalls(server) to pass `before`; the count.

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer, startHeldCall, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, startHeldCall, unansweredCallStatuses, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 // Built with sanitizers (RAWTOOL_SANITIZE): their runtime needs file
@@ -262,6 +262,7 @@ describe("DELETE during a call", () => {
       assert.equal(deleted.status, 204);
       const answer = await call;
       assert.equal(answer.status, 202, "a cancelled call gets no response");
+      assert.deepEqual(unansweredCallStatuses(server), [202], "logged with the status sent, answered with nothing");
       assert.ok(Date.now() - started < 10000, "the statement was not cancelled");
       // The server still serves: its I/O threads were not held.
       assert.equal((await post(initialize)).status, 200);
