@@ -754,9 +754,13 @@ void Connection::deliver_nothing() {
 }
 
 void Connection::start_event_stream() {
-  events_.emplace([this](EventStream::Piece piece, std::string bytes, EventStream::Written written) {
-    write_stream_piece(piece, std::move(bytes), std::move(written));
-  });
+  // Random, not counted: unique across the streams of a session and of a
+  // stateless client alike, and telling no client how many others there were.
+  events_.emplace(
+      [this](EventStream::Piece piece, std::string bytes, EventStream::Written written) {
+        write_stream_piece(piece, std::move(bytes), std::move(written));
+      },
+      crypto::random_hex(8));
 }
 
 // One piece of the event stream: each write must be taken within

@@ -102,6 +102,23 @@ export async function waitForUnanswered(server, before, ms = 3000) {
   return unansweredCalls(server);
 }
 
+/// One server-sent event as rawtool writes it (LF line ends, "field: value"
+/// lines): { id, event, data }, data's lines joined with LF.
+export function parseEvent(block) {
+  const fields = { id: undefined, event: undefined, data: [] };
+  for (const line of block.split("\n")) {
+    const [, name, value] = /^([a-z]+): ?(.*)$/.exec(line) ?? [];
+    if (name === "data") fields.data.push(value);
+    else if (name === "id" || name === "event") fields[name] = value;
+  }
+  return { ...fields, data: fields.data.join("\n") };
+}
+
+/// A whole event stream's events, in order.
+export function parseEvents(text) {
+  return text.split("\n\n").filter((block) => block !== "").map(parseEvent);
+}
+
 /// Posts `message` (a tools/call) to `url` with `headers`, asking for progress
 /// so that its answer comes as an event stream. Resolves once the server says
 /// the call runs (the progress notification it sends when a worker takes the
@@ -131,9 +148,8 @@ export async function startWatchedCall(url, headers, message) {
       buffered += value;
       let end;
       while ((end = buffered.indexOf("\n\n")) >= 0) {
-        const event = buffered.slice(0, end);
+        const { data } = parseEvent(buffered.slice(0, end));
         buffered = buffered.slice(end + 2);
-        const data = event.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
         if (data !== "") received.push(JSON.parse(data));
       }
     }
