@@ -729,14 +729,15 @@ void Connection::deliver(std::string message, MemoryBudget::Charge reserved) {
 void Connection::deliver_nothing() {
   answered();
   if (events_ && events_->begun()) {
-    // The stream has begun: it ends with the stop's error, or with no response.
+    // The stream has begun, its head with 200: it ends with the stop's error,
+    // or with no response.
     if (server_.stopping) {
-      log_request(503);
+      log_request(200);
       return events_->send(render::dump(error_response(request_id_, ErrorCode::server_busy,
                                                        "the server stopped before this call finished; it was cancelled")),
                            true);
     }
-    log_request(200, !request_id_.is_null());  // the status its head carried
+    log_request(200, !request_id_.is_null());
     return events_->send("", true);
   }
   events_.reset();

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, parseEvents, sha256Hex, startHttpServer, startHeldCall, unansweredCallStatuses, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import { argument, parseEvents, sha256Hex, startHttpServer, startHeldCall, startWatchedCall, unansweredCallStatuses, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 // Built with sanitizers (RAWTOOL_SANITIZE): their runtime needs file
@@ -419,6 +419,22 @@ describe("a stop with shutdown_grace_seconds", () => {
     assert.equal(body.id, "long");
     assert.equal(body.error.code, -32000);
     assert.ok(answeredAfter >= 900 && answeredAfter < 4000, `answered ${answeredAfter} ms after the stop`);
+    assert.equal(await stopped, 0);
+  });
+
+  test("a call whose event stream had begun ends it with the stop's error, and is logged with the 200 it was sent", async () => {
+    const config = structuredClone(baseConfig);
+    Object.assign(config.http, { sessions: false, shutdown_grace_seconds: 1 });
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    const { response, messages } = await startWatchedCall(server.url, { authorization: `Bearer ${token}` }, toolCall("long", endlessSql));
+    const stopped = server.stop();
+    assert.equal(response.status, 200);
+    const answer = (await messages).find((message) => message.id === "long");
+    assert.equal(answer?.error?.code, -32000, JSON.stringify(answer));
+    // Logged before the answer was written; read before the stop removes the log.
+    const logged = server.log().split("\n").filter((line) => line.includes('"method":"tools/call"')).map((line) => JSON.parse(line));
+    assert.deepEqual(logged.map((entry) => [entry.status, entry.answered]), [[200, undefined]]);
     assert.equal(await stopped, 0);
   });
 });
