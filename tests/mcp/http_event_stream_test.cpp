@@ -1,5 +1,6 @@
 // The event-stream writer on its own, with no socket: how a message is framed
-// as one server-sent event whatever it holds, and the order of the writes.
+// as one server-sent event whatever it holds, the events' ids, and the order
+// of the writes.
 
 #include "mcp/http_event_stream.hpp"
 
@@ -136,15 +137,13 @@ TEST_CASE("an event's id cannot end its line or add a field", "[http][event-stre
 TEST_CASE("an event stream writes its head first, then each event in order, one write at a time, then its end",
           "[http][event-stream]") {
   Recorder recorder;
-  EventStream stream(recorder.write());
+  EventStream stream(recorder.write(), "s");
   CHECK_FALSE(stream.begun());
   stream.send("one", false);
   CHECK(stream.begun());
   stream.send("two", false);
   REQUIRE(recorder.pieces.size() == 1);  // only the head until it is written
-  recorder.complete();
-  recorder.complete();
-  recorder.complete();
+  for (int i = 0; i < 4; ++i) recorder.complete();
   CHECK(recorder.pending.empty());  // waiting for the next message
   stream.send("three", true);
   recorder.complete();
@@ -153,9 +152,10 @@ TEST_CASE("an event stream writes its head first, then each event in order, one 
 
   const std::vector<std::pair<Piece, std::string>> expected{
       {Piece::head, ""},
-      {Piece::event, frame_event("one")},
-      {Piece::event, frame_event("two")},
-      {Piece::event, frame_event("three")},
+      {Piece::event, frame_event("", "s-0")},
+      {Piece::event, frame_event("one", "s-1")},
+      {Piece::event, frame_event("two", "s-2")},
+      {Piece::event, frame_event("three", "s-3")},
       {Piece::end, ""},
   };
   CHECK(recorder.pieces == expected);
@@ -165,22 +165,52 @@ TEST_CASE("an event stream writes its head first, then each event in order, one 
 
 TEST_CASE("an event stream whose last message is empty ends without an event", "[http][event-stream]") {
   Recorder recorder;
-  EventStream stream(recorder.write());
+  EventStream stream(recorder.write(), "s");
   stream.send("progress", false);
-  recorder.complete();
-  recorder.complete();
+  for (int i = 0; i < 3; ++i) recorder.complete();
   stream.send("", true);
   recorder.complete();
-  const std::vector<std::pair<Piece, std::string>> expected{
-      {Piece::head, ""}, {Piece::event, frame_event("progress")}, {Piece::end, ""}};
+  const std::vector<std::pair<Piece, std::string>> expected{{Piece::head, ""},
+                                                            {Piece::event, frame_event("", "s-0")},
+                                                            {Piece::event, frame_event("progress", "s-1")},
+                                                            {Piece::end, ""}};
   CHECK(recorder.pieces == expected);
+}
+
+TEST_CASE("a client reads a priming event first, then every message with an id no other stream's event has",
+          "[http][event-stream]") {
+  std::string bytes;
+  std::vector<std::string> ids;
+  for (const char* id : {"a", "b"}) {
+    EventStream stream(
+        [&bytes](Piece, std::string piece, EventStream::Written written) {
+          bytes += piece;
+          written(true);
+        },
+        id);
+    stream.send("one", false);
+    stream.send("two", true);
+    const auto events = read_events(bytes);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].data.empty());  // the priming event: an id and empty data
+    CHECK(events[1].data == "one");
+    CHECK(events[2].data == "two");
+    for (const auto& event : events) {
+      CHECK_FALSE(event.id.empty());
+      ids.push_back(event.id);
+    }
+    bytes.clear();
+  }
+  std::sort(ids.begin(), ids.end());
+  CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+  CHECK(ids.size() == 6);
 }
 
 TEST_CASE("an event stream writes nothing more once a write failed", "[http][event-stream]") {
   for (const std::size_t failing : {std::size_t{0}, std::size_t{1}}) {  // the head, an event
     CAPTURE(failing);
     Recorder recorder;
-    EventStream stream(recorder.write());
+    EventStream stream(recorder.write(), "s");
     stream.send("one", false);
     stream.send("two", false);
     for (std::size_t i = 0; i < failing; ++i) recorder.complete();
@@ -193,11 +223,13 @@ TEST_CASE("an event stream writes nothing more once a write failed", "[http][eve
 
 TEST_CASE("an event stream whose writes complete at once writes everything in order", "[http][event-stream]") {
   std::vector<Piece> pieces;
-  EventStream stream([&pieces](Piece piece, std::string, EventStream::Written written) {
-    pieces.push_back(piece);
-    written(true);
-  });
+  EventStream stream(
+      [&pieces](Piece piece, std::string, EventStream::Written written) {
+        pieces.push_back(piece);
+        written(true);
+      },
+      "s");
   stream.send("one", false);
   stream.send("two", true);
-  CHECK(pieces == (std::vector<Piece>{Piece::head, Piece::event, Piece::event, Piece::end}));
+  CHECK(pieces == (std::vector<Piece>{Piece::head, Piece::event, Piece::event, Piece::event, Piece::end}));
 }

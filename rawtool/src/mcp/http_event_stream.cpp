@@ -36,9 +36,14 @@ std::string frame_event(std::string_view data, std::optional<std::string_view> i
 
 void EventStream::send(std::string_view message, bool last) {
   if (last_queued_) return;
+  if (!begun()) queue_.emplace_back(next_event(""), false);  // priming: an id, empty data
   last_queued_ = last;
-  queue_.emplace_back(message.empty() ? std::string() : frame_event(message), last);
+  queue_.emplace_back(message.empty() ? std::string() : next_event(message), last);
   flush();
+}
+
+std::string EventStream::next_event(std::string_view data) {
+  return frame_event(data, id_ + '-' + std::to_string(events_++));
 }
 
 void EventStream::flush() {

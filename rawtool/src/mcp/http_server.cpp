@@ -251,7 +251,8 @@ private:
   void answered();
   void start_event_stream();
   void write_stream_piece(EventStream::Piece piece, std::string bytes, EventStream::Written written);
-  void log_request(unsigned status);
+  /// `unanswered`: a request that got no JSON-RPC response (a cancelled call).
+  void log_request(unsigned status, bool unanswered = false);
 
   /// Where the connection is with its request. Changed only by enter(),
   /// which keeps the server's counts that follow from it.
@@ -728,14 +729,15 @@ void Connection::deliver(std::string message, MemoryBudget::Charge reserved) {
 void Connection::deliver_nothing() {
   answered();
   if (events_ && events_->begun()) {
-    // The stream has begun: it ends with the stop's error, or with no response.
+    // The stream has begun, its head with 200: it ends with the stop's error,
+    // or with no response.
     if (server_.stopping) {
-      log_request(503);
+      log_request(200);
       return events_->send(render::dump(error_response(request_id_, ErrorCode::server_busy,
                                                        "the server stopped before this call finished; it was cancelled")),
                            true);
     }
-    log_request(202);
+    log_request(200, !request_id_.is_null());
     return events_->send("", true);
   }
   events_.reset();
@@ -748,14 +750,18 @@ void Connection::deliver_nothing() {
     log_request(503);
     return send(std::move(response));
   }
-  log_request(202);
+  log_request(202, !request_id_.is_null() && !rpc_method_.empty());
   send(Response(http::status::accepted, parser_->get().version()));
 }
 
 void Connection::start_event_stream() {
-  events_.emplace([this](EventStream::Piece piece, std::string bytes, EventStream::Written written) {
-    write_stream_piece(piece, std::move(bytes), std::move(written));
-  });
+  // Random, not counted: unique across the streams of a session and of a
+  // stateless client alike, and telling no client how many others there were.
+  events_.emplace(
+      [this](EventStream::Piece piece, std::string bytes, EventStream::Written written) {
+        write_stream_piece(piece, std::move(bytes), std::move(written));
+      },
+      crypto::random_hex(8));
 }
 
 // One piece of the event stream: each write must be taken within
@@ -816,13 +822,12 @@ void Connection::handle_delete() {
   });
 }
 
-void Connection::log_request(unsigned status) {
+void Connection::log_request(unsigned status, bool unanswered) {
   const OperatorLog& log = server_.log();
   if (!log.enabled(LogLevel::info)) return;
-  log.write(LogLevel::info, "http", "request",
-            json{{"token", client_ != nullptr ? json(client_->name) : json()},
-                 {"method", rpc_method_},
-                 {"status", status}});
+  json fields{{"token", client_ != nullptr ? json(client_->name) : json()}, {"method", rpc_method_}, {"status", status}};
+  if (unanswered) fields["answered"] = false;
+  log.write(LogLevel::info, "http", "request", fields);
 }
 
 void Connection::refuse(http::status status, std::string_view message) {

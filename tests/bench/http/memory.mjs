@@ -380,7 +380,8 @@ function messageIn(reply, id) {
   const text = reply.body.toString("utf8");
   if ((reply.headers["content-type"] ?? "").startsWith("text/event-stream")) {
     for (const line of text.split("\n")) {
-      if (!line.startsWith("data:")) continue;
+      // The stream's first event, priming, has empty data.
+      if (!line.startsWith("data:") || line.slice(5).trim() === "") continue;
       const message = JSON.parse(line.slice(5));
       if (message.id === id) return message;
     }

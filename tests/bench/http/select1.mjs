@@ -146,7 +146,8 @@ class HttpClient {
     if (reply.status !== 200) throw new Error(`HTTP ${reply.status}: ${reply.text.slice(0, 500)}`);
     if (reply.type.startsWith("text/event-stream")) {
       for (const line of reply.text.split("\n")) {
-        if (!line.startsWith("data:")) continue;
+        // The stream's first event, priming, has empty data.
+        if (!line.startsWith("data:") || line.slice(5).trim() === "") continue;
         const message = JSON.parse(line.slice(5));
         if (message.id === id) return message;
       }

@@ -14,6 +14,7 @@ import {
   startHeldCall,
   startHttpServer,
   startWatchedCall,
+  unansweredCallStatuses,
   unansweredCalls,
   waitForUnanswered,
 } from "./http_server.mjs";
@@ -369,6 +370,8 @@ describe("calls in flight", () => {
     const sent = await messages;
     assert.deepEqual(sent.filter((message) => message.id === 41), [], "a cancelled call gets no response");
     assert.ok((await waitForUnanswered(server, before)) > before, "the cancelled call is logged answered with nothing");
+    // Its event stream had begun, so the status it was sent, and logged, is 200.
+    assert.equal(unansweredCallStatuses(server).at(-1), 200);
   });
 
   test("a client that closes its connection during a call cancels the statement", async () => {

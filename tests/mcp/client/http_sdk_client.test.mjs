@@ -14,7 +14,7 @@ import { after, before, test } from "node:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-import { argument, sha256Hex, startHttpServer, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import { argument, sha256Hex, startHttpServer, unansweredCallStatuses, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 const tokens = { alice: "sdk-alice-0b7c", bob: "sdk-bob-e41d" };
@@ -114,12 +114,22 @@ test("clients of two tokens at once: every reply carries its own call's data, ea
 test("a call that asks for progress is answered as an event stream: the SDK sees the progress, then the result", async () => {
   const { client, transport } = await connectAs(tokens.alice);
   const progress = [];
-  const result = await client.callTool({ name: "raw_sql", arguments: { sql: "SELECT 'streamed' AS how" } }, undefined, {
+  const eventIds = [];
+  const call = (sql) => client.callTool({ name: "raw_sql", arguments: { sql } }, undefined, {
     onprogress: (update) => progress.push(update),
+    onresumptiontoken: (id) => eventIds.push(id),
   });
+  const result = await call("SELECT 'streamed' AS how");
   assert.deepEqual(result.structuredContent.rows, [["streamed"]]);
   assert.ok(progress.length >= 1, "no progress notification reached the client");
   assert.equal(progress[0].message, "running");
+  // The SDK is handed every event's id, the priming event's first; none
+  // repeats in a second stream of the session.
+  const first = eventIds.length;
+  assert.ok(first >= 3, `a priming event, the progress and the result carry ids: ${eventIds}`);
+  await call("SELECT 'again' AS how");
+  assert.ok(eventIds.length >= 2 * first - 1);
+  assert.equal(new Set(eventIds).size, eventIds.length, `an event id repeats: ${eventIds}`);
   // The same request without a progress token is one JSON body.
   const plain = await fetch(server.url, {
     method: "POST",
@@ -188,6 +198,7 @@ test("a call the SDK aborts is cancelled on the server: notifications/cancelled 
   // The call's own request is then answered with nothing, well before the
   // statement's 5 s timeout would have ended it.
   assert.equal(await waitForUnanswered(server, before), before + 1, "the server did not cancel the call");
+  assert.equal(unansweredCallStatuses(server).at(-1), 200, "its event stream had begun: logged with the 200 it was sent");
   assert.ok(Date.now() - started < 4000);
   // The session still serves.
   const after = await client.callTool({ name: "raw_sql", arguments: { sql: "SELECT 'still here' AS s" } });

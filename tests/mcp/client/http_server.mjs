@@ -77,14 +77,22 @@ export async function startHttpServer(binary, config, { listen = "127.0.0.1:0", 
   };
 }
 
-/// Tool calls the server answered with nothing (cancelled), counted from the
-/// "request" events of its operator log.
-export function unansweredCalls(server) {
+/// The HTTP status of each tool call the server answered with nothing
+/// (cancelled), in order, from the "request" events of its operator log that
+/// say so ("answered": false).
+export function unansweredCallStatuses(server) {
   return server
     .log()
     .split("\n")
     .filter((line) => line.includes('"event":"request"') && line.includes('"method":"tools/call"'))
-    .filter((line) => JSON.parse(line).status === 202).length;
+    .map((line) => JSON.parse(line))
+    .filter((entry) => entry.answered === false)
+    .map((entry) => entry.status);
+}
+
+/// How many tool calls the server answered with nothing.
+export function unansweredCalls(server) {
+  return unansweredCallStatuses(server).length;
 }
 
 /// Waits up to `ms` for unansweredCalls(server) to pass `before`; the count.
@@ -92,6 +100,23 @@ export async function waitForUnanswered(server, before, ms = 3000) {
   const deadline = Date.now() + ms;
   while (unansweredCalls(server) === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   return unansweredCalls(server);
+}
+
+/// One server-sent event as rawtool writes it (LF line ends, "field: value"
+/// lines): { id, event, data }, data's lines joined with LF.
+export function parseEvent(block) {
+  const fields = { id: undefined, event: undefined, data: [] };
+  for (const line of block.split("\n")) {
+    const [, name, value] = /^([a-z]+): ?(.*)$/.exec(line) ?? [];
+    if (name === "data") fields.data.push(value);
+    else if (name === "id" || name === "event") fields[name] = value;
+  }
+  return { ...fields, data: fields.data.join("\n") };
+}
+
+/// A whole event stream's events, in order.
+export function parseEvents(text) {
+  return text.split("\n\n").filter((block) => block !== "").map(parseEvent);
 }
 
 /// Posts `message` (a tools/call) to `url` with `headers`, asking for progress
@@ -123,9 +148,8 @@ export async function startWatchedCall(url, headers, message) {
       buffered += value;
       let end;
       while ((end = buffered.indexOf("\n\n")) >= 0) {
-        const event = buffered.slice(0, end);
+        const { data } = parseEvent(buffered.slice(0, end));
         buffered = buffered.slice(end + 2);
-        const data = event.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
         if (data !== "") received.push(JSON.parse(data));
       }
     }

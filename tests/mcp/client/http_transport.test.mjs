@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { argument, sha256Hex, startHttpServer, startHeldCall, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
+import { argument, parseEvents, sha256Hex, startHttpServer, startHeldCall, startWatchedCall, unansweredCallStatuses, unansweredCalls, waitForUnanswered } from "./http_server.mjs";
 
 const binary = argument("--binary");
 // Built with sanitizers (RAWTOOL_SANITIZE): their runtime needs file
@@ -235,13 +235,76 @@ describe("Accept", () => {
     assert.match(response.headers.get("content-type"), /^text\/event-stream/);
     const session = response.headers.get("mcp-session-id");
     assert.match(session ?? "", /^[0-9a-f]{32}$/);
-    const events = await response.text();
-    assert.match(events, /^event: message\ndata: \{.*"protocolVersion".*\}\n\n$/s);
+    const events = parseEvents(await response.text());
+    assert.equal(events.length, 2);
+    assert.equal(events[0].data, "", "a priming event first");
+    assert.ok(JSON.parse(events[1].data).result.protocolVersion);
     const headers = { accept: "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25" };
     const call = await post(toolCall(2, "SELECT 7 AS seven"), headers);
     assert.match(call.headers.get("content-type"), /^text\/event-stream/);
-    const data = JSON.parse((await call.text()).split("\n").find((line) => line.startsWith("data: ")).slice(6));
+    const data = JSON.parse(parseEvents(await call.text()).at(-1).data);
     assert.deepEqual(data.result.structuredContent.rows, [["7"]]);
+  });
+});
+
+describe("event ids: unique per stream, none resumed", () => {
+  // The events of one tools/call asked with a progress token, from a fresh
+  // server's session (or, stateless, its own request).
+  async function streamedCall(post, id, headers = {}) {
+    const call = toolCall(id, `SELECT ${id} AS n`);
+    call.params._meta = { progressToken: `t${id}` };
+    const response = await post(call, headers);
+    assert.match(response.headers.get("content-type"), /^text\/event-stream/);
+    return parseEvents(await response.text());
+  }
+
+  for (const sessions of [true, false]) {
+    test(`every event has an id, the first an empty priming event, and no id repeats across streams (sessions ${sessions})`, async () => {
+      const config = structuredClone(baseConfig);
+      config.http.sessions = sessions;
+      const server = await startHttpServer(binary, config);
+      try {
+        const post = poster(server.url);
+        const opened = await post(initialize);
+        await opened.json();
+        const headers = sessions ? { "mcp-session-id": opened.headers.get("mcp-session-id"), "mcp-protocol-version": "2025-11-25" } : {};
+        const streams = [await streamedCall(post, 2, headers), await streamedCall(post, 3, headers)];
+        for (const [i, events] of streams.entries()) {
+          assert.ok(events.length >= 3, "priming, running, the response");
+          assert.equal(events[0].data, "", "the priming event's data is empty");
+          assert.equal(JSON.parse(events.at(-1).data).id, i + 2);
+          assert.ok(events.every((event) => /^[0-9a-f]{16}-[0-9]+$/.test(event.id ?? "")), JSON.stringify(events));
+          assert.equal(new Set(events.map((event) => event.id.split("-")[0])).size, 1, "one stream, one prefix");
+        }
+        const ids = streams.flat().map((event) => event.id);
+        assert.equal(new Set(ids).size, ids.length, `an id repeats: ${ids}`);
+      } finally {
+        assert.equal(await server.stop(), 0);
+      }
+    });
+  }
+
+  test("a GET with a stream's Last-Event-ID is 405, as for any GET: rawtool resumes no stream", async () => {
+    const server = await startHttpServer(binary, baseConfig);
+    try {
+      const post = poster(server.url);
+      const opened = await post(initialize);
+      await opened.json();
+      const headers = { "mcp-session-id": opened.headers.get("mcp-session-id"), "mcp-protocol-version": "2025-11-25" };
+      const events = await streamedCall(post, 2, headers);
+      assert.ok(events.at(-1).id, "the response's event has an id");
+      const resumed = await fetch(server.url, {
+        method: "GET",
+        headers: { accept: "text/event-stream", authorization: `Bearer ${token}`, "last-event-id": events.at(-1).id, ...headers },
+      });
+      assert.equal(resumed.status, 405);
+      assert.equal(resumed.headers.get("allow"), "POST, DELETE");
+      assert.equal(await resumed.text(), "");
+      // The session is untouched.
+      assert.equal(JSON.parse((await streamedCall(post, 3, headers)).at(-1).data).id, 3);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
   });
 });
 
@@ -262,6 +325,7 @@ describe("DELETE during a call", () => {
       assert.equal(deleted.status, 204);
       const answer = await call;
       assert.equal(answer.status, 202, "a cancelled call gets no response");
+      assert.deepEqual(unansweredCallStatuses(server), [202], "logged with the status sent, answered with nothing");
       assert.ok(Date.now() - started < 10000, "the statement was not cancelled");
       // The server still serves: its I/O threads were not held.
       assert.equal((await post(initialize)).status, 200);
@@ -355,6 +419,22 @@ describe("a stop with shutdown_grace_seconds", () => {
     assert.equal(body.id, "long");
     assert.equal(body.error.code, -32000);
     assert.ok(answeredAfter >= 900 && answeredAfter < 4000, `answered ${answeredAfter} ms after the stop`);
+    assert.equal(await stopped, 0);
+  });
+
+  test("a call whose event stream had begun ends it with the stop's error, and is logged with the 200 it was sent", async () => {
+    const config = structuredClone(baseConfig);
+    Object.assign(config.http, { sessions: false, shutdown_grace_seconds: 1 });
+    const server = await startHttpServer(binary, config);
+    assert.ok(server.url);
+    const { response, messages } = await startWatchedCall(server.url, { authorization: `Bearer ${token}` }, toolCall("long", endlessSql));
+    const stopped = server.stop();
+    assert.equal(response.status, 200);
+    const answer = (await messages).find((message) => message.id === "long");
+    assert.equal(answer?.error?.code, -32000, JSON.stringify(answer));
+    // Logged before the answer was written; read before the stop removes the log.
+    const logged = server.log().split("\n").filter((line) => line.includes('"method":"tools/call"')).map((line) => JSON.parse(line));
+    assert.deepEqual(logged.map((entry) => [entry.status, entry.answered]), [[200, undefined]]);
     assert.equal(await stopped, 0);
   });
 });
