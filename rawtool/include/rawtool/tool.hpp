@@ -250,6 +250,16 @@ public:
   /// table the role cannot use is a reply that says so (found=false), an error.
   Reply describe_schema(const SchemaRequest& request, const CallOptions& options = {});
 
+  /// One database's connection pool, now: for metrics.
+  struct PoolFigures {
+    std::string label;
+    std::size_t in_use = 0;   ///< connections leased to calls
+    std::size_t idle = 0;     ///< connections open and waiting for a call
+    std::uint64_t waits = 0;  ///< calls that found every connection in use and the pool full, so far
+  };
+  /// Every database's pool, in configuration order. Cheap: takes each pool's lock once.
+  [[nodiscard]] std::vector<PoolFigures> pool_figures() const;
+
   /// Connects to every configured database, through its pool, and reports
   /// the server and every hazard its driver checks for (see PostgresOptions).
   /// For operators' checks; blocks until each has answered or failed.

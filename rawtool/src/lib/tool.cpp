@@ -377,6 +377,15 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
   return std::unique_ptr<Tool>(new Tool(std::move(impl)));
 }
 
+std::vector<Tool::PoolFigures> Tool::pool_figures() const {
+  std::vector<PoolFigures> figures;
+  for (const Database& db : impl_->databases) {
+    const detail::ConnectionPool::Figures pool = db.pool->figures();
+    figures.push_back({db.config.label, pool.made - pool.idle, pool.idle, pool.waits});
+  }
+  return figures;
+}
+
 std::vector<DatabaseCheck> Tool::inspect_databases() {
   std::vector<DatabaseCheck> checks;
   for (Database& db : impl_->databases) {

@@ -5,6 +5,7 @@
 #include "mcp/http_idle.hpp"
 #include "mcp/http_memory.hpp"
 #include "mcp/http_sessions.hpp"
+#include "mcp/metrics.hpp"
 #include "mcp/worker_pool.hpp"
 
 #include <rawtool/log.hpp>
@@ -766,6 +767,7 @@ void Connection::write_stream_piece(EventStream::Piece piece, std::string bytes,
   stream_.expires_after(server_.config().request_timeout);
   switch (piece) {
     case EventStream::Piece::head:
+      if (server_.config().metrics != nullptr) server_.config().metrics->record_http_request(200);
       stream_head_ = std::make_shared<http::response<http::empty_body>>(http::status::ok, parser_->get().version());
       stream_head_->set(http::field::content_type, "text/event-stream");
       stream_head_->set(http::field::cache_control, "no-cache");
@@ -838,6 +840,7 @@ void Connection::send(Response response, bool close) {
   // A request whose body was not read cannot be followed by another on this
   // connection.
   const bool keep_alive = !close && parser_->is_done() && parser_->get().keep_alive();
+  if (server_.config().metrics != nullptr) server_.config().metrics->record_http_request(response.result_int());
   response.keep_alive(keep_alive);
   response.set(http::field::server, "rawtool");
   response.prepare_payload();
@@ -1038,11 +1041,23 @@ public:
 };
 
 HttpServer::HttpServer(Backend& backend, const HttpServerConfig& config, const OperatorLog& log)
-    : impl_(std::make_unique<Impl>(backend, config, log)) {}
+    : impl_(std::make_unique<Impl>(backend, config, log)) {
+  if (config.metrics == nullptr) return;
+  config.metrics->set_http_source([server = impl_.get()] {
+    HttpFigures figures;
+    figures.memory_held = server->memory().held();
+    figures.memory_limit = server->memory().limit();
+    for (const SessionRegistry::TokenLoad& load : server->sessions().load())
+      figures.tokens.push_back({load.token, load.sessions, load.calls});
+    return figures;
+  });
+}
 
 HttpServer::~HttpServer() {
   impl_->stop();
   impl_->wait();
+  // A scrape under way finishes before this returns; none starts after.
+  if (impl_->config().metrics != nullptr) impl_->config().metrics->set_http_source({});
 }
 
 void HttpServer::start() { impl_->start(); }

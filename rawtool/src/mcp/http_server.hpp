@@ -33,8 +33,13 @@
 
 namespace rawtool::mcp::detail {
 
+class Metrics;
+
 struct HttpServerConfig {
   ListenAddress listen{"127.0.0.1", 0};
+  /// Where the server's figures go (requests by status, the memory budget,
+  /// sessions and calls by token); none when null. Outlives the server.
+  Metrics* metrics = nullptr;
   /// The tokens; empty: no authentication, every session is shown `open`.
   std::vector<HttpClient> clients;
   ServerDescription open;
