@@ -250,6 +250,14 @@ public:
   /// table the role cannot use is a reply that says so (found=false), an error.
   Reply describe_schema(const SchemaRequest& request, const CallOptions& options = {});
 
+  /// The labels of the databases that cannot be used now: each runs
+  /// `SELECT 1` in its access mode, through its pool, under its connect and
+  /// statement timeouts; one that does not answer with a row (unreachable,
+  /// or refused, as read-only mode refuses a role with a refused hazard) is
+  /// listed. Blocks until each has answered; `cancellation` ends it early
+  /// (the databases not yet asked are listed). For readiness checks.
+  std::vector<std::string> unusable_databases(Cancellation* cancellation = nullptr);
+
   /// One database's connection pool, now: for metrics.
   struct PoolFigures {
     std::string label;

@@ -4,6 +4,7 @@
 #include "mcp/http_event_stream.hpp"
 #include "mcp/http_idle.hpp"
 #include "mcp/http_memory.hpp"
+#include "mcp/http_readiness.hpp"
 #include "mcp/http_sessions.hpp"
 #include "mcp/metrics.hpp"
 #include "mcp/worker_pool.hpp"
@@ -72,6 +73,9 @@ public:
         memory_(config.max_memory_bytes),
         pool_(config.max_concurrent_calls, config.max_queued_calls),
         sessions_(backend, pool_, config, log),
+        readiness_(config.unusable_databases ? config.unusable_databases
+                                             : Readiness::Probe([](Cancellation&) { return std::vector<std::string>{}; }),
+                   log),
         acceptor_(asio::make_strand(io_)) {}
 
   void start();
@@ -91,6 +95,9 @@ public:
 
   /// What requests, running calls and unwritten answers hold, in all.
   MemoryBudget& memory() noexcept { return memory_; }
+
+  /// Whether every database can be used, for /readyz.
+  Readiness& readiness() noexcept { return readiness_; }
 
   /// Ends `session` off the I/O threads (its running statements are
   /// cancelled, which may take a moment), then runs `done` on `executor`.
@@ -148,6 +155,7 @@ private:
   MemoryBudget memory_;       // declared before the connections, whose charges it outlives
   WorkerPool pool_;           // outlives the sessions, which are declared after it
   SessionRegistry sessions_;  // made on pool_; its unregistered sessions (held by connections) are released before it
+  Readiness readiness_;
   std::mutex written_mutex_;
   std::condition_variable written_;     // requests_in_flight_ reached 0
   std::size_t requests_in_flight_ = 0;  // guarded by written_mutex_
@@ -506,6 +514,19 @@ void Connection::on_header() {
     Response response(http::status::ok, request.version());
     response.set(http::field::content_type, "text/plain");
     response.body() = method == http::verb::get ? "ok\n" : "";
+    return send(std::move(response));
+  }
+  if (target == "/readyz") {
+    // Unauthenticated, as /healthz: it names no database (the log does).
+    if (method != http::verb::get && method != http::verb::head) return refuse(http::status::method_not_allowed, "");
+    const std::optional<bool> ready = server_.readiness().ready();
+    Response response(ready.value_or(false) ? http::status::ok : http::status::service_unavailable, request.version());
+    response.set(http::field::content_type, "text/plain");
+    if (!ready) response.set(http::field::retry_after, "1");
+    const char* body = !ready  ? "not ready: the first check of the databases is under way\n"
+                       : *ready ? "ready\n"
+                                : "not ready: a database cannot be used; the operator log names it (event readiness)\n";
+    response.body() = method == http::verb::get ? body : "";
     return send(std::move(response));
   }
   if (target != "/mcp") return refuse(http::status::not_found, "no such endpoint; MCP is served at /mcp");
@@ -942,6 +963,7 @@ void Server::start() {
   const tcp::endpoint bound = acceptor_.local_endpoint();
   port_ = bound.port();
   serving_ = true;  // from here on, the stop has something to stop
+  (void)readiness_.ready();  // the first check, so that /readyz has an answer soon
 
   accept();
   keep_running_.emplace(asio::make_work_guard(io_));
@@ -989,6 +1011,7 @@ void Server::shut_down() {
   // Nothing to stop for a server that never served (not started, or its
   // address could not be bound).
   const std::lock_guard starting(start_mutex_);
+  readiness_.stop();  // a check under way is cancelled: its database may be the one that hangs
   if (!serving_) return;
   // 1. Every session is closed: the calls in flight get the grace, all
   // sessions together, then the rest are cancelled. A session made from now

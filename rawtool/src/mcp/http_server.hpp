@@ -23,10 +23,12 @@
 #include "mcp/protocol.hpp"
 
 #include <rawtool/log.hpp>
+#include <rawtool/tool.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +39,9 @@ class Metrics;
 
 struct HttpServerConfig {
   ListenAddress listen{"127.0.0.1", 0};
+  /// The labels of the databases that cannot be used now, for GET /readyz
+  /// (see Readiness); empty: every database counts as usable.
+  std::function<std::vector<std::string>(Cancellation&)> unusable_databases;
   /// Where the server's figures go (requests by status, the memory budget,
   /// sessions and calls by token); none when null. Outlives the server.
   Metrics* metrics = nullptr;

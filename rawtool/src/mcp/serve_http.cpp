@@ -19,6 +19,7 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen,
   const auto& config = tool.config();
   detail::HttpServerConfig server;
   server.metrics = metrics;
+  server.unusable_databases = [&tool](Cancellation& cancellation) { return tool.unusable_databases(&cancellation); };
   const auto address = detail::parse_listen_address(listen);
   if (!address) throw ConfigError("http", "the listen address must be HOST:PORT (an IPv6 address in brackets)");
   const auto loopback = detail::is_loopback_host(address->host);

@@ -7,7 +7,7 @@
 //   node metrics.test.mjs --binary build/dev/rawtool/rawtool
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -299,6 +299,65 @@ test("over stdio too: the SDK's stdio client's calls are counted, with no HTTP f
     assert.ok(!text.includes("rawtool_http_"), "stdio has no HTTP figures");
   } finally {
     await client.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/// GET /readyz until it answers other than "the first check is under way".
+async function readyz(url) {
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    const response = await fetch(new URL("/readyz", url));
+    const body = await response.text();
+    if (response.status !== 503 || !body.includes("under way") || Date.now() > deadline) return { status: response.status, body };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+test("/readyz answers 200 when every database answers and 503 while one cannot, naming it only in the operator log", async () => {
+  const ready = await readyz(server.url);
+  assert.equal(ready.status, 200);
+  assert.equal(ready.body, "ready\n");
+
+  const broken = await startHttpServer(binary, {
+    databases: [
+      { label: "lite", path: ":memory:" },
+      // Nothing listens on port 1.
+      { label: "gone", url: "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" },
+    ],
+  });
+  assert.ok(broken.url);
+  try {
+    const answer = await readyz(broken.url);
+    assert.equal(answer.status, 503);
+    assert.ok(!answer.body.includes("gone"), "an unauthenticated endpoint names no database");
+    // Liveness is another question: the process serves.
+    assert.equal((await fetch(new URL("/healthz", broken.url))).status, 200);
+    const event = broken
+      .log()
+      .split("\n")
+      .filter((line) => line.includes('"event":"readiness"'))
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(event[0].databases, ["gone"]);
+    assert.equal(event[0].ready, false);
+  } finally {
+    assert.equal(await broken.stop(), 0);
+  }
+});
+
+test("the sample alerting rules in docs/metrics.md are valid Prometheus rules", { skip: !existsSync("/usr/bin/promtool") && "promtool (Debian's prometheus) is not installed: this test did NOT run" }, () => {
+  const doc = readFileSync(join(argument("--source-dir"), "docs", "metrics.md"), "utf8");
+  const marker = doc.indexOf("<!-- metrics-rules -->\n```yaml\n");
+  assert.ok(marker >= 0, "docs/metrics.md has no marked rules block");
+  const start = doc.indexOf("\n", doc.indexOf("```yaml", marker)) + 1;
+  const rules = doc.slice(start, doc.indexOf("```", start));
+  const dir = mkdtempSync(join(tmpdir(), "rawtool-rules-"));
+  try {
+    writeFileSync(join(dir, "rules.yml"), rules);
+    const check = spawnSync("/usr/bin/promtool", ["check", "rules", join(dir, "rules.yml")], { encoding: "utf8" });
+    assert.equal(check.status, 0, check.stdout + check.stderr);
+    assert.match(check.stdout, /SUCCESS: 3 rules found/);
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
