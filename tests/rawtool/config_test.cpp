@@ -741,3 +741,13 @@ TEST_CASE("refuse_hazards takes hazard kind names and lists them all when one is
     CHECK(e.field() == "databases[1].refuse_hazards");
   }
 }
+
+TEST_CASE("the metrics key names where rawtool mcp serves Prometheus metrics", "[config]") {
+  NoDatabaseEnvironment no_env;
+  CHECK(parse_config("{" + one_db + "}", "/base").metrics.listen.empty());
+  CHECK(parse_config("{" + one_db + R"(, "metrics": {"listen": "127.0.0.1:9464"}})", "/base").metrics.listen == "127.0.0.1:9464");
+  CHECK(error_field("{" + one_db + R"(, "metrics": {"listen": ""}})") == "metrics.listen");
+  CHECK(error_field("{" + one_db + R"(, "metrics": {"listen": 9464}})") == "metrics.listen");
+  CHECK(error_field("{" + one_db + R"(, "metrics": {"port": 9464}})") == "metrics.port");
+  CHECK(error_field("{" + one_db + R"(, "metrics": "127.0.0.1:9464"})") == "metrics");
+}

@@ -206,6 +206,13 @@ struct HttpConfig {
   bool sessions = true;
 };
 
+/// The configuration file's "metrics" object: where `rawtool mcp` serves
+/// Prometheus metrics.
+struct MetricsConfig {
+  /// HOST:PORT for GET /metrics; empty: no metrics are served.
+  std::string listen;
+};
+
 struct Config {
   /// The first database is the default one.
   std::vector<DatabaseConfig> databases;
@@ -225,6 +232,8 @@ struct Config {
   LogConfig log;
   /// The MCP server's HTTP transport.
   HttpConfig http;
+  /// Prometheus metrics of the MCP server (either transport).
+  MetricsConfig metrics;
 };
 
 /// Parses a JSON configuration. Relative paths resolve against `base_dir`.

@@ -5,9 +5,55 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace rawtool::mcp {
+
+namespace detail {
+class Metrics;
+}
+
+/// Prometheus metrics of an MCP server, served at http://`listen`/metrics in
+/// the Prometheus text format (`listen` is HOST:PORT as for HttpServer; port
+/// 0 picks a free one, given by port()). Give it to serve() (ServerOptions)
+/// or HttpServer. The figures: tool calls by tool, database and outcome
+/// (ok, failed, refused with its reason, cancelled, timeout, unavailable),
+/// their durations, rows and reply bytes; each database's pool (connections
+/// in use and idle, waits); the hazards the start-up audit found; over HTTP,
+/// requests by status, the memory budget, and sessions and calls in flight
+/// by token; rawtool's version. Every label is a configured name or a fixed
+/// word: nothing a database or an agent wrote becomes a label. The listener
+/// has no authentication: serve it on loopback or a network only the scraper
+/// reaches. `tool` outlives it.
+class MetricsServer {
+public:
+  /// Checks the address; binds nothing yet. Throws ConfigError (field
+  /// "metrics.listen") when it is not HOST:PORT with HOST an IP address or
+  /// localhost.
+  MetricsServer(Tool& tool, std::string_view listen);
+  ~MetricsServer();
+  /// Whether `listen` is an address the constructor takes.
+  static bool valid_address(std::string_view listen);
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  /// Audits every database once (connecting to each, as check-config
+  /// --connect does) for the hazard figures, then binds and serves on a
+  /// thread of its own. Once only. Throws std::runtime_error when the
+  /// address cannot be bound.
+  void start();
+  /// The port start() bound.
+  [[nodiscard]] std::uint16_t port() const noexcept;
+  /// The text GET /metrics answers now.
+  [[nodiscard]] std::string text() const;
+  /// For serve() and HttpServer: where they record.
+  [[nodiscard]] detail::Metrics& recorder() noexcept;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 struct ServerOptions {
   /// Longest request line accepted; a longer line is answered with a JSON-RPC
@@ -17,6 +63,8 @@ struct ServerOptions {
   /// tools/call requests served at once; 0 means the tool's configured
   /// max_concurrent_calls.
   std::size_t max_concurrent_calls = 0;
+  /// Where each call's figures go; none when null. Outlives serve().
+  MetricsServer* metrics = nullptr;
 };
 
 /// Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0) for
@@ -83,7 +131,7 @@ public:
   /// token limited to some databases while the catalog has queries on others
   /// (certified queries are not yet scoped per token), or when
   /// check_tool_names refuses it. `tool` outlives the server.
-  HttpServer(Tool& tool, std::string_view listen);
+  HttpServer(Tool& tool, std::string_view listen, MetricsServer* metrics = nullptr);
   /// stop(), then wait().
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

@@ -250,6 +250,24 @@ public:
   /// table the role cannot use is a reply that says so (found=false), an error.
   Reply describe_schema(const SchemaRequest& request, const CallOptions& options = {});
 
+  /// The labels of the databases that cannot be used now: each runs
+  /// `SELECT 1` in its access mode, through its pool, under its connect and
+  /// statement timeouts; one that does not answer with a row (unreachable,
+  /// or refused, as read-only mode refuses a role with a refused hazard) is
+  /// listed. Blocks until each has answered; `cancellation` ends it early
+  /// (the databases not yet asked are listed). For readiness checks.
+  std::vector<std::string> unusable_databases(Cancellation* cancellation = nullptr);
+
+  /// One database's connection pool, now: for metrics.
+  struct PoolFigures {
+    std::string label;
+    std::size_t in_use = 0;   ///< connections leased to calls
+    std::size_t idle = 0;     ///< connections open and waiting for a call
+    std::uint64_t waits = 0;  ///< calls that found every connection in use and the pool full, so far
+  };
+  /// Every database's pool, in configuration order. Cheap: takes each pool's lock once.
+  [[nodiscard]] std::vector<PoolFigures> pool_figures() const;
+
   /// Connects to every configured database, through its pool, and reports
   /// the server and every hazard its driver checks for (see PostgresOptions).
   /// For operators' checks; blocks until each has answered or failed.

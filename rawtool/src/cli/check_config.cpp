@@ -181,6 +181,9 @@ int run_check_config(Arguments argv) {
   auto tool = Tool::open(load_config(*file));
   mcp::check_tool_names(*tool);
   const Config& config = tool->config();
+  if (!config.metrics.listen.empty() && !mcp::MetricsServer::valid_address(config.metrics.listen)) {
+    throw ConfigError("metrics.listen", "must be HOST:PORT, HOST an IP address (an IPv6 one in brackets) or localhost");
+  }
   // Labels are validated identifiers; targets are not printed (URLs may hold passwords).
   std::string summary = "rawtool: configuration OK: ";
   summary += std::to_string(config.databases.size());

@@ -8,6 +8,7 @@
 #include <rawtool/mcp.hpp>
 
 #include <array>
+#include <optional>
 #include <string>
 
 #include <pthread.h>
@@ -18,8 +19,8 @@ namespace rawtool::cli {
 namespace {
 
 constexpr std::string_view help =
-    "Usage: rawtool mcp [--http [HOST:]PORT] [--config FILE] [--db URL|PATH] [--log FILE|syslog|stderr]\n"
-    "                   [--log-level LEVEL]\n"
+    "Usage: rawtool mcp [--http [HOST:]PORT] [--metrics HOST:PORT] [--config FILE] [--db URL|PATH]\n"
+    "                   [--log FILE|syslog|stderr] [--log-level LEVEL]\n"
     "\n"
     "Serves the Model Context Protocol (newline-delimited JSON-RPC 2.0 over stdio)\n"
     "until stdin closes. stdout carries protocol messages only. The operator log,\n"
@@ -33,8 +34,14 @@ constexpr std::string_view help =
     "bearer tokens (as SHA-256 digests) and the origins it accepts. Without\n"
     "tokens it serves only on a loopback address.\n"
     "\n"
+    "With --metrics (or the configuration's metrics.listen), also serves\n"
+    "Prometheus metrics at http://HOST:PORT/metrics, without authentication:\n"
+    "tool calls by tool, database and outcome, durations, pools, and over HTTP\n"
+    "requests, memory and each token's sessions and calls.\n"
+    "\n"
     "Options:\n"
     "  --http [HOST:]PORT  serve on HTTP; a port alone listens on 127.0.0.1\n"
+    "  --metrics HOST:PORT  serve Prometheus metrics there (overrides metrics.listen)\n"
     "  --config FILE       configuration file (JSON); see the README\n"
     "  --db URL|PATH       the database, replacing the configuration's first target\n"
     "\n"
@@ -45,7 +52,8 @@ constexpr std::string_view examples =
     "  rawtool mcp --config config.json\n"
     "  rawtool mcp --config config.json --http 127.0.0.1:8808\n";
 
-constexpr std::array<OptionSpec, 5> options{{{"--http", "[HOST:]PORT"},
+constexpr std::array<OptionSpec, 6> options{{{"--http", "[HOST:]PORT"},
+                                             {"--metrics", "HOST:PORT"},
                                              {"--config", "FILE"},
                                              {"--db", "URL|PATH"},
                                              {"--log", "FILE|syslog|stderr"},
@@ -56,7 +64,7 @@ constexpr std::array<OptionSpec, 5> options{{{"--http", "[HOST:]PORT"},
 /// before the server makes its threads (which inherit the mask), taken here
 /// with sigwait, and left blocked until the process ends, so that a second
 /// one during the stop is ignored as before.
-int serve_http_until_signal(Tool& tool, std::string_view listen) {
+int serve_http_until_signal(Tool& tool, std::string_view listen, const std::string& metrics_listen) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -64,7 +72,10 @@ int serve_http_until_signal(Tool& tool, std::string_view listen) {
   sigset_t previous;
   pthread_sigmask(SIG_BLOCK, &signals, &previous);
   try {
-    mcp::HttpServer server(tool, listen);
+    std::optional<mcp::MetricsServer> metrics;
+    if (!metrics_listen.empty()) metrics.emplace(tool, metrics_listen);
+    mcp::HttpServer server(tool, listen, metrics ? &*metrics : nullptr);
+    if (metrics) metrics->start();
     server.start();
     int signo = 0;
     while (sigwait(&signals, &signo) != 0) {
@@ -91,8 +102,20 @@ int run_mcp(Arguments argv) {
     throw UsageError("mcp takes no arguments");
   }
   auto tool = open_tool(args, LogDefault::standard_error);
-  if (const auto listen = args.value("--http")) return serve_http_until_signal(*tool, *listen);
-  return mcp::serve(*tool, 0, 1);
+  const auto metrics_flag = args.value("--metrics");
+  const std::string metrics_listen = metrics_flag.value_or(tool->config().metrics.listen);
+  if (metrics_flag && !mcp::MetricsServer::valid_address(*metrics_flag)) {
+    throw UsageError("--metrics must be HOST:PORT, HOST an IP address (an IPv6 one in brackets) or localhost");
+  }
+  if (const auto listen = args.value("--http")) return serve_http_until_signal(*tool, *listen, metrics_listen);
+  std::optional<mcp::MetricsServer> metrics;
+  if (!metrics_listen.empty()) {
+    metrics.emplace(*tool, metrics_listen);
+    metrics->start();
+  }
+  mcp::ServerOptions options;
+  options.metrics = metrics ? &*metrics : nullptr;
+  return mcp::serve(*tool, 0, 1, options);
 }
 
 }  // namespace rawtool::cli

@@ -620,7 +620,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
-      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "certified_tools", "log", "http"}, "");
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "certified_tools", "log", "http", "metrics"}, "");
 
   Config config;
   if (auto it = root.find("databases"); it != root.end()) {
@@ -668,6 +668,14 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   if (auto it = root.find("log"); it != root.end()) config.log = parse_log(*it, base_dir);
   if (auto it = root.find("http"); it != root.end()) config.http = parse_http(*it, config.databases);
+  if (auto it = root.find("metrics"); it != root.end()) {
+    detail::require_object(*it, "metrics");
+    detail::reject_unknown_keys(*it, {"listen"}, "metrics");
+    if (auto listen = it->find("listen"); listen != it->end()) {
+      config.metrics.listen = detail::read_string(*listen, "metrics.listen");
+      if (config.metrics.listen.empty()) fail("metrics.listen", "must be HOST:PORT, not empty");
+    }
+  }
   validate_config(config);
   return config;
 }

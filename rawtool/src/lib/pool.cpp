@@ -37,6 +37,7 @@ ConnectionPool::ConnectionPool(std::size_t capacity, Factory factory)
 
 ConnectionPool::Lease ConnectionPool::acquire(std::stop_token stop) {
   std::unique_lock lock(mutex_);
+  if (idle_.empty() && made_ >= capacity_) ++waits_;
   if (!available_.wait(lock, stop, [&] { return !idle_.empty() || made_ < capacity_; }) || stop.stop_requested()) {
     return {};
   }
@@ -80,6 +81,11 @@ void ConnectionPool::release(std::unique_ptr<Driver> driver) noexcept {
 std::size_t ConnectionPool::size() const {
   std::lock_guard lock(mutex_);
   return made_;
+}
+
+ConnectionPool::Figures ConnectionPool::figures() const {
+  std::lock_guard lock(mutex_);
+  return {made_, idle_.size(), waits_};
 }
 
 }  // namespace rawtool::detail

@@ -377,6 +377,25 @@ std::unique_ptr<Tool> Tool::open(Config config, ToolOptions options) {
   return std::unique_ptr<Tool>(new Tool(std::move(impl)));
 }
 
+std::vector<std::string> Tool::unusable_databases(Cancellation* cancellation) {
+  std::vector<std::string> unusable;
+  for (const Database& db : impl_->databases) {
+    const detail::CallProgressWriter no_progress(nullptr, 0);
+    const Execution run = impl_->execute(db, "SELECT 1", {}, db.config.access, cancellation, no_progress);
+    if (!std::holds_alternative<Rows>(run.outcome)) unusable.push_back(db.config.label);
+  }
+  return unusable;
+}
+
+std::vector<Tool::PoolFigures> Tool::pool_figures() const {
+  std::vector<PoolFigures> figures;
+  for (const Database& db : impl_->databases) {
+    const detail::ConnectionPool::Figures pool = db.pool->figures();
+    figures.push_back({db.config.label, pool.made - pool.idle, pool.idle, pool.waits});
+  }
+  return figures;
+}
+
 std::vector<DatabaseCheck> Tool::inspect_databases() {
   std::vector<DatabaseCheck> checks;
   for (Database& db : impl_->databases) {

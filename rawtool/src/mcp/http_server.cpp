@@ -4,7 +4,9 @@
 #include "mcp/http_event_stream.hpp"
 #include "mcp/http_idle.hpp"
 #include "mcp/http_memory.hpp"
+#include "mcp/http_readiness.hpp"
 #include "mcp/http_sessions.hpp"
+#include "mcp/metrics.hpp"
 #include "mcp/worker_pool.hpp"
 
 #include <rawtool/log.hpp>
@@ -71,6 +73,9 @@ public:
         memory_(config.max_memory_bytes),
         pool_(config.max_concurrent_calls, config.max_queued_calls),
         sessions_(backend, pool_, config, log),
+        readiness_(config.unusable_databases ? config.unusable_databases
+                                             : Readiness::Probe([](Cancellation&) { return std::vector<std::string>{}; }),
+                   log),
         acceptor_(asio::make_strand(io_)) {}
 
   void start();
@@ -90,6 +95,9 @@ public:
 
   /// What requests, running calls and unwritten answers hold, in all.
   MemoryBudget& memory() noexcept { return memory_; }
+
+  /// Whether every database can be used, for /readyz.
+  Readiness& readiness() noexcept { return readiness_; }
 
   /// Ends `session` off the I/O threads (its running statements are
   /// cancelled, which may take a moment), then runs `done` on `executor`.
@@ -147,6 +155,7 @@ private:
   MemoryBudget memory_;       // declared before the connections, whose charges it outlives
   WorkerPool pool_;           // outlives the sessions, which are declared after it
   SessionRegistry sessions_;  // made on pool_; its unregistered sessions (held by connections) are released before it
+  Readiness readiness_;
   std::mutex written_mutex_;
   std::condition_variable written_;     // requests_in_flight_ reached 0
   std::size_t requests_in_flight_ = 0;  // guarded by written_mutex_
@@ -508,6 +517,19 @@ void Connection::on_header() {
     response.body() = method == http::verb::get ? "ok\n" : "";
     return send(std::move(response));
   }
+  if (target == "/readyz") {
+    // Unauthenticated, as /healthz: it names no database (the log does).
+    if (method != http::verb::get && method != http::verb::head) return refuse(http::status::method_not_allowed, "");
+    const std::optional<bool> ready = server_.readiness().ready();
+    Response response(ready.value_or(false) ? http::status::ok : http::status::service_unavailable, request.version());
+    response.set(http::field::content_type, "text/plain");
+    if (!ready) response.set(http::field::retry_after, "1");
+    const char* body = !ready  ? "not ready: the first check of the databases is under way\n"
+                       : *ready ? "ready\n"
+                                : "not ready: a database cannot be used; the operator log names it (event readiness)\n";
+    response.body() = method == http::verb::get ? body : "";
+    return send(std::move(response));
+  }
   if (target != "/mcp") return refuse(http::status::not_found, "no such endpoint; MCP is served at /mcp");
   if (!origin_allowed(header(request, http::field::origin), server_.config().allowed_origins)) {
     log_event(server_.log(), LogLevel::warn, "rejected", "a request from an origin not in http.allowed_origins (403)");
@@ -772,6 +794,7 @@ void Connection::write_stream_piece(EventStream::Piece piece, std::string bytes,
   stream_.expires_after(server_.config().request_timeout);
   switch (piece) {
     case EventStream::Piece::head:
+      if (server_.config().metrics != nullptr) server_.config().metrics->record_http_request(200);
       stream_head_ = std::make_shared<http::response<http::empty_body>>(http::status::ok, parser_->get().version());
       stream_head_->set(http::field::content_type, "text/event-stream");
       stream_head_->set(http::field::cache_control, "no-cache");
@@ -843,6 +866,7 @@ void Connection::send(Response response, bool close) {
   // A request whose body was not read cannot be followed by another on this
   // connection.
   const bool keep_alive = !close && parser_->is_done() && parser_->get().keep_alive();
+  if (server_.config().metrics != nullptr) server_.config().metrics->record_http_request(response.result_int());
   response.keep_alive(keep_alive);
   response.set(http::field::server, "rawtool");
   response.prepare_payload();
@@ -944,6 +968,7 @@ void Server::start() {
   const tcp::endpoint bound = acceptor_.local_endpoint();
   port_ = bound.port();
   serving_ = true;  // from here on, the stop has something to stop
+  (void)readiness_.ready();  // the first check, so that /readyz has an answer soon
 
   accept();
   keep_running_.emplace(asio::make_work_guard(io_));
@@ -991,6 +1016,7 @@ void Server::shut_down() {
   // Nothing to stop for a server that never served (not started, or its
   // address could not be bound).
   const std::lock_guard starting(start_mutex_);
+  readiness_.stop();  // a check under way is cancelled: its database may be the one that hangs
   if (!serving_) return;
   // 1. Every session is closed: the calls in flight get the grace, all
   // sessions together, then the rest are cancelled. A session made from now
@@ -1043,11 +1069,23 @@ public:
 };
 
 HttpServer::HttpServer(Backend& backend, const HttpServerConfig& config, const OperatorLog& log)
-    : impl_(std::make_unique<Impl>(backend, config, log)) {}
+    : impl_(std::make_unique<Impl>(backend, config, log)) {
+  if (config.metrics == nullptr) return;
+  config.metrics->set_http_source([server = impl_.get()] {
+    HttpFigures figures;
+    figures.memory_held = server->memory().held();
+    figures.memory_limit = server->memory().limit();
+    for (const SessionRegistry::TokenLoad& load : server->sessions().load())
+      figures.tokens.push_back({load.token, load.sessions, load.calls});
+    return figures;
+  });
+}
 
 HttpServer::~HttpServer() {
   impl_->stop();
   impl_->wait();
+  // A scrape under way finishes before this returns; none starts after.
+  if (impl_->config().metrics != nullptr) impl_->config().metrics->set_http_source({});
 }
 
 void HttpServer::start() { impl_->start(); }

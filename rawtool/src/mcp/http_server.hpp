@@ -23,18 +23,28 @@
 #include "mcp/protocol.hpp"
 
 #include <rawtool/log.hpp>
+#include <rawtool/tool.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace rawtool::mcp::detail {
 
+class Metrics;
+
 struct HttpServerConfig {
   ListenAddress listen{"127.0.0.1", 0};
+  /// The labels of the databases that cannot be used now, for GET /readyz
+  /// (see Readiness); empty: every database counts as usable.
+  std::function<std::vector<std::string>(Cancellation&)> unusable_databases;
+  /// Where the server's figures go (requests by status, the memory budget,
+  /// sessions and calls by token); none when null. Outlives the server.
+  Metrics* metrics = nullptr;
   /// The tokens; empty: no authentication, every session is shown `open`.
   std::vector<HttpClient> clients;
   ServerDescription open;

@@ -168,4 +168,20 @@ std::vector<std::shared_ptr<HttpSession>> SessionRegistry::close_all() {
   return sessions;
 }
 
+std::vector<SessionRegistry::TokenLoad> SessionRegistry::load() {
+  const auto count = [](const std::unordered_map<const HttpClient*, std::size_t>& counts, const HttpClient* client) {
+    const auto found = counts.find(client);
+    return found != counts.end() ? found->second : std::size_t{0};
+  };
+  std::vector<TokenLoad> loads;
+  std::lock_guard lock(mutex_);
+  if (config_.clients.empty()) {
+    loads.push_back({"", count(sessions_by_client_, nullptr), count(calls_by_client_, nullptr)});
+  }
+  for (const HttpClient& client : config_.clients) {
+    loads.push_back({client.name, count(sessions_by_client_, &client), count(calls_by_client_, &client)});
+  }
+  return loads;
+}
+
 }  // namespace rawtool::mcp::detail

@@ -104,6 +104,15 @@ public:
   bool begin_request(HttpSession& session, bool tool_call);
   void end_request(HttpSession& session, bool tool_call);
 
+  /// Each token's open sessions and tool calls in flight, in configuration
+  /// order ("" for the one client of a server without tokens).
+  struct TokenLoad {
+    std::string token;
+    std::size_t sessions = 0;
+    std::size_t calls = 0;
+  };
+  std::vector<TokenLoad> load();
+
   /// Every session, registered or stateless, for the stop to close; from now
   /// on a session registered or made stateless is closed as it comes, so
   /// that it starts no call.

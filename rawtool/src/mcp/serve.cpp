@@ -15,7 +15,7 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
   limits.max_concurrent_calls =
       options.max_concurrent_calls != 0 ? options.max_concurrent_calls : tool.config().max_concurrent_calls;
 
-  detail::ToolBackend backend(tool);
+  detail::ToolBackend backend(tool, options.metrics != nullptr ? &options.metrics->recorder() : nullptr);
   return detail::run_server(backend, detail::describe_server(tool), in_fd, out_fd, limits,
                             tool.log());
 }

@@ -15,9 +15,11 @@ namespace rawtool::mcp {
 
 namespace {
 
-detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen) {
+detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen, detail::Metrics* metrics) {
   const auto& config = tool.config();
   detail::HttpServerConfig server;
+  server.metrics = metrics;
+  server.unusable_databases = [&tool](Cancellation& cancellation) { return tool.unusable_databases(&cancellation); };
   const auto address = detail::parse_listen_address(listen);
   if (!address) throw ConfigError("http", "the listen address must be HOST:PORT (an IPv6 address in brackets)");
   const auto loopback = detail::is_loopback_host(address->host);
@@ -85,9 +87,9 @@ void warn_of_shared_roles(Tool& tool) {
 /// Declared in the order of start: the server, which uses the others, is
 /// destroyed (stopped and waited for) first.
 struct HttpServer::Impl {
-  Impl(Tool& tool, std::string_view listen)
-      : config(http_server_config(tool, listen)),
-        backend(tool),
+  Impl(Tool& tool, std::string_view listen, detail::Metrics* metrics)
+      : config(http_server_config(tool, listen, metrics)),
+        backend(tool, metrics),
         server(backend, config, tool.log()) {
     warn_of_shared_roles(tool);
   }
@@ -96,7 +98,8 @@ struct HttpServer::Impl {
   detail::HttpServer server;
 };
 
-HttpServer::HttpServer(Tool& tool, std::string_view listen) : impl_(std::make_unique<Impl>(tool, listen)) {}
+HttpServer::HttpServer(Tool& tool, std::string_view listen, MetricsServer* metrics)
+    : impl_(std::make_unique<Impl>(tool, listen, metrics != nullptr ? &metrics->recorder() : nullptr)) {}
 HttpServer::~HttpServer() = default;
 void HttpServer::start() { impl_->server.start(); }
 std::uint16_t HttpServer::port() const noexcept { return impl_->server.port(); }

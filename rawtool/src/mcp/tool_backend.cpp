@@ -1,5 +1,7 @@
 #include "mcp/tool_backend.hpp"
 
+#include "mcp/metrics.hpp"
+
 #include "mcp/query_tools.hpp"
 #include "mcp/tools.hpp"
 
@@ -68,6 +70,18 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
 std::unique_ptr<CallControl> ToolBackend::make_control() { return std::make_unique<ToolControl>(); }
 
 CallReply ToolBackend::run(const ToolCall& call, CallControl& control, const ProgressSink& progress) {
+  if (metrics_ == nullptr) return run_on_tool(call, control, progress);
+  const auto start = std::chrono::steady_clock::now();
+  CallReply reply = run_on_tool(call, control, progress);
+  try {
+    metrics_->record_call(call, reply, std::chrono::steady_clock::now() - start,
+                          static_cast<ToolControl&>(control).cancellation().cancelled());
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a figure lost is better than a reply lost
+  }
+  return reply;
+}
+
+CallReply ToolBackend::run_on_tool(const ToolCall& call, CallControl& control, const ProgressSink& progress) {
   CallOptions options;
   options.cancellation = &static_cast<ToolControl&>(control).cancellation();
   options.on_progress = progress;  // once a second, CallOptions' default interval

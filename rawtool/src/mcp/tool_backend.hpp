@@ -16,18 +16,24 @@
 
 namespace rawtool::mcp::detail {
 
+class Metrics;
+
 /// Runs calls on a Tool, each with a Cancellation of its own. Thread-safe, as
 /// the Tool is; the Tool outlives it.
 class ToolBackend final : public Backend {
 public:
-  explicit ToolBackend(Tool& tool) : tool_(tool) {}
+  /// Each call's outcome goes to `metrics` too, when given; it outlives the backend.
+  explicit ToolBackend(Tool& tool, Metrics* metrics = nullptr) : tool_(tool), metrics_(metrics) {}
 
   std::unique_ptr<CallControl> make_control() override;
   CallReply run(const ToolCall& call, CallControl& control, const ProgressSink& progress) override;
   CallReply too_large(const ToolCall& call, std::size_t bytes) override;
 
 private:
+  CallReply run_on_tool(const ToolCall& call, CallControl& control, const ProgressSink& progress);
+
   Tool& tool_;
+  Metrics* metrics_;
 };
 
 /// The tools, instructions and database labels of `tool`'s configuration,

@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,13 @@ public:
   /// Drivers made and not destroyed (idle or leased).
   [[nodiscard]] std::size_t size() const;
 
+  struct Figures {
+    std::size_t made = 0;       ///< idle or leased
+    std::size_t idle = 0;
+    std::uint64_t waits = 0;    ///< acquires that found every driver leased and the pool full, so far
+  };
+  [[nodiscard]] Figures figures() const;
+
 private:
   void release(std::unique_ptr<Driver> driver) noexcept;
 
@@ -68,6 +76,7 @@ private:
   std::condition_variable_any available_;  ///< _any: its wait takes the caller's stop token
   std::vector<std::unique_ptr<Driver>> idle_;  // REQUIRES: mutex_ held
   std::size_t made_ = 0;                       // REQUIRES: mutex_ held
+  std::uint64_t waits_ = 0;                    // REQUIRES: mutex_ held
 };
 
 }  // namespace rawtool::detail
