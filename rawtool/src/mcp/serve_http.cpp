@@ -9,6 +9,7 @@
 
 #include <rawtool/log.hpp>
 
+#include <chrono>
 #include <string>
 
 namespace rawtool::mcp {
@@ -26,12 +27,31 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen,
   if (!loopback) throw ConfigError("http", "the listen host must be an IP address or localhost");
   server.listen = *address;
   if (server.listen.host == "localhost") server.listen.host = "127.0.0.1";
-  if (!*loopback && config.http.tokens.empty() && !config.http.allow_unauthenticated) {
+  if (!*loopback && config.http.tokens.empty() && !config.http.oauth && !config.http.allow_unauthenticated) {
     throw ConfigError("http.tokens", "none are configured, and the address is not loopback: anyone who reaches it "
-                                     "could run statements; configure tokens, or set http.allow_unauthenticated");
+                                     "could run statements; configure tokens or http.oauth, or set "
+                                     "http.allow_unauthenticated");
+  }
+  if (const auto& oauth = config.http.oauth) {
+    detail::OAuthSettings settings;
+    settings.rules = {oauth->issuer, config.http.resource, std::chrono::seconds(oauth->leeway_seconds)};
+    settings.jwks_url = oauth->jwks_url;
+    if (oauth->jwks_file) settings.jwks_file = *oauth->jwks_file;
+    for (const OAuthScope& scope : oauth->scopes) settings.scopes.emplace_back(scope.scope, scope.databases);
+    settings.required_scopes = oauth->required_scopes;
+    settings.refetch_interval = std::chrono::seconds(oauth->jwks_min_refetch_seconds);
+    for (const DatabaseConfig& database : config.databases) settings.databases.push_back(database.label);
+    server.oauth = std::move(settings);
+    server.describe = [&tool](const std::vector<std::string>& databases) {
+      return detail::describe_server(tool, databases);
+    };
   }
   for (const HttpToken& token : config.http.tokens) {
-    server.clients.push_back({token.name, token.sha256, detail::describe_server(tool, token.databases)});
+    detail::HttpClient client;
+    client.name = token.name;
+    client.sha256 = token.sha256;
+    client.description = std::make_shared<const detail::ServerDescription>(detail::describe_server(tool, token.databases));
+    server.clients.push_back(std::move(client));
   }
   server.open = detail::describe_server(tool);
   server.allowed_origins = config.http.allowed_origins;
