@@ -336,6 +336,7 @@ OAuthGate::Outcome OAuthGate::check(std::string_view token, std::int64_t now) {
   }
   outcome.kind = Outcome::Kind::accepted;
   outcome.client = found->second.get();
+  outcome.claims = std::make_shared<const nlohmann::json>(std::move(identity.claims));
   return outcome;
 }
 

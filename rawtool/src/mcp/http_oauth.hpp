@@ -162,6 +162,8 @@ public:
     };
     Kind kind = Kind::invalid;
     const HttpClient* client = nullptr;
+    /// The token's claims, when accepted.
+    std::shared_ptr<const nlohmann::json> claims;
     TokenRefusal refusal = TokenRefusal::malformed;
     std::string scope;
   };

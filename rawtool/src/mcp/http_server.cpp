@@ -317,6 +317,7 @@ private:
   std::optional<IdleConnections::Ticket> waiting_;
   bool authenticated_ = false;  ///< a request of this connection carried a valid token
   bool keys_refreshed_ = false;  ///< this request's OAuth token waited for the key set once
+  std::shared_ptr<const json> claims_;  ///< this request's OAuth token's claims; null otherwise
   bool served_ = false;         ///< a request's headers were complete on this connection
   Clock::time_point opened_ = Clock::now();
   Clock::time_point request_started_;  ///< the first byte of the request being read
@@ -346,8 +347,9 @@ private:
 class RequestChannel final : public ReplyChannel {
 public:
   RequestChannel(std::shared_ptr<Connection> connection, asio::any_io_executor strand, MemoryBudget& memory,
-                 std::size_t call_reserve)
-      : connection_(std::move(connection)), strand_(std::move(strand)), memory_(memory), call_reserve_(call_reserve) {}
+                 std::size_t call_reserve, std::shared_ptr<const json> claims)
+      : connection_(std::move(connection)), strand_(std::move(strand)), memory_(memory), call_reserve_(call_reserve),
+        claims_(std::move(claims)) {}
   ~RequestChannel() override {
     if (!sent_.exchange(true)) asio::post(strand_, [connection = connection_] { connection->deliver_nothing(); });
   }
@@ -372,12 +374,14 @@ public:
     reserved_ = std::move(*charge);
     return true;
   }
+  const json* caller_claims() const noexcept override { return claims_.get(); }
 
 private:
   std::shared_ptr<Connection> connection_;
   asio::any_io_executor strand_;
   MemoryBudget& memory_;
   const std::size_t call_reserve_;
+  const std::shared_ptr<const json> claims_;  // the request's OAuth token's; null for a static token
   MemoryBudget::Charge reserved_;  // the running call's, handed on with its answer
   std::atomic<bool> sent_{false};
 };
@@ -616,6 +620,7 @@ void Connection::on_header() {
 bool Connection::authorize(const http::request<http::string_body>& request) {
   const auto authorization = header(request, http::field::authorization);
   client_ = authorization ? authenticate(*authorization, server_.config().clients) : nullptr;
+  claims_.reset();
   std::optional<OAuthGate::Outcome> outcome;
   OAuthGate* oauth = server_.oauth();
   if (client_ == nullptr && oauth != nullptr && authorization) {
@@ -632,7 +637,10 @@ bool Connection::authorize(const http::request<http::string_body>& request) {
         });
         return false;
       }
-      if (outcome->kind == OAuthGate::Outcome::Kind::accepted) client_ = outcome->client;
+      if (outcome->kind == OAuthGate::Outcome::Kind::accepted) {
+        client_ = outcome->client;
+        claims_ = outcome->claims;
+      }
     }
   }
   keys_refreshed_ = false;
@@ -740,7 +748,7 @@ void Connection::on_body() {
   if (!accepted_.json) event_stream = true;
   if (event_stream) start_event_stream();
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor(), server_.memory(),
-                                                  server_.config().call_reserve_bytes);
+                                                  server_.config().call_reserve_bytes, claims_);
   auto handled = Dispatcher::Handled::answered;
   try {
     handled = session_->dispatcher->handle(message, channel);

@@ -82,8 +82,25 @@ async function call(url, token, sessionId, id, name, args) {
   return response.json();
 }
 
+// A pinned query whose tenant comes from the caller's token, never the agent.
+const catalog = {
+  queries: [
+    {
+      name: "my_tenant",
+      description: "The caller's own tenant.",
+      database: "a",
+      sql: "SELECT ?1 AS tenant, ?2 AS day",
+      parameters: [
+        { name: "tenant", type: "text", from_claim: "tenant_id" },
+        { name: "day", type: "integer" },
+      ],
+    },
+  ],
+};
+
 function configFor(keys, extra = {}) {
   return {
+    catalog: "catalog.json",
     databases: [
       { label: "a", path: ":memory:" },
       { label: "b", path: ":memory:" },
@@ -134,7 +151,7 @@ describe("OAuth access tokens", () => {
 
   before(async () => {
     keys = await startKeyServer([rsa, ec]);
-    server = await startHttpServer(binary, configFor(keys));
+    server = await startHttpServer(binary, configFor(keys), { files: { "catalog.json": catalog } });
     assert.ok(server.url, `the server did not start (exit ${server.exitCode}): ${server.stderr}`);
   });
   after(async () => {
@@ -258,6 +275,29 @@ describe("OAuth access tokens", () => {
     assert.match(challenge(nothing), /error="insufficient_scope", scope="db:a db:all db:none-here"/);
   });
 
+  test("a parameter bound to a claim takes the token's value; the agent cannot set it, and a token without the claim cannot run it", async () => {
+    const token = signToken(rsa, claimsFor(keys, { sub: "erin", tenant_id: "t-17" }));
+    const session = await open(server.url, token);
+    const tools = await (await post(server.url, { jsonrpc: "2.0", id: 2, method: "tools/list" }, token, session)).json();
+    assert.equal(JSON.stringify(tools).includes('"tenant"'), false, "a claim-bound parameter is offered to the agent");
+    const listing = await call(server.url, token, session, 3, "describe_catalog", {});
+    assert.match(JSON.stringify(listing.result.content), /set from the caller's token claim/);
+
+    const own = await call(server.url, token, session, 4, "certified_query", { name: "my_tenant", params: { day: 3 } });
+    assert.equal(own.result.isError, false, JSON.stringify(own));
+    assert.deepEqual(own.result.structuredContent.rows, [["t-17", "3"]]);
+
+    const forged = await call(server.url, token, session, 5, "certified_query", { name: "my_tenant", params: { day: 3, tenant: "t-99" } });
+    assert.equal(forged.result.isError, true);
+    assert.equal(forged.result.structuredContent.argument.rule, "unknown_parameter");
+    assert.equal(JSON.stringify(forged).includes("t-17"), false, "the refusal shows the caller's claim");
+
+    const unclaimed = signToken(rsa, claimsFor(keys, { sub: "erin" }));
+    const none = await call(server.url, unclaimed, session, 6, "certified_query", { name: "my_tenant", params: { day: 3 } });
+    assert.equal(none.result.isError, true);
+    assert.equal(none.result.structuredContent.argument.rule, "missing");
+  });
+
   test("a key rotated into the set is fetched when a token names it, without a restart", async () => {
     const rotated = makeKey("ES256", "ec-2");
     const token = signToken(rotated, claimsFor(keys));
@@ -275,7 +315,7 @@ describe("the key set's source", () => {
     const key = makeKey("RS256", "k");
     const keys = await startKeyServer([key]);
     keys.down = true;
-    const server = await startHttpServer(binary, configFor(keys));
+    const server = await startHttpServer(binary, configFor(keys), { files: { "catalog.json": catalog } });
     try {
       assert.ok(server.url, `the server did not start (exit ${server.exitCode}): ${server.stderr}`);
       const failed = server.log().split("\n").filter((l) => l.includes('"event":"oauth_keys"')).map((l) => JSON.parse(l));
@@ -295,7 +335,9 @@ describe("the key set's source", () => {
   test("unknown keys fetch the set at most once per jwks_min_refetch_seconds", async () => {
     const key = makeKey("RS256", "k");
     const keys = await startKeyServer([key]);
-    const server = await startHttpServer(binary, configFor(keys, { jwks_min_refetch_seconds: 3600 }));
+    const server = await startHttpServer(binary, configFor(keys, { jwks_min_refetch_seconds: 3600 }), {
+      files: { "catalog.json": catalog },
+    });
     try {
       assert.ok(server.url, server.stderr);
       const start = keys.fetches;
@@ -316,7 +358,7 @@ describe("the key set's source", () => {
     const config = configFor({ issuer, url: "" });
     delete config.http.oauth.jwks_url;
     config.http.oauth.jwks_file = "jwks.json";
-    const server = await startHttpServer(binary, config, { files: { "jwks.json": { keys: [key.jwk] } } });
+    const server = await startHttpServer(binary, config, { files: { "jwks.json": { keys: [key.jwk] }, "catalog.json": catalog } });
     try {
       assert.ok(server.url, server.stderr);
       await open(server.url, signToken(key, claimsFor({ issuer })));
