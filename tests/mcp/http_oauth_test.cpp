@@ -1,7 +1,12 @@
 // OAuth access tokens checked without a socket: keys made here with OpenSSL,
 // tokens signed here, and every refusal the transport relies on.
 
+#include "scripted_backend.hpp"
+
+#include "mcp/http_fetch.hpp"
 #include "mcp/http_oauth.hpp"
+
+#include <rawtool/log.hpp>
 
 #include <rawtool/crypto.hpp>
 
@@ -14,6 +19,13 @@
 #include <openssl/hmac.h>
 #include <openssl/rsa.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -304,4 +316,201 @@ TEST_CASE("text that is not a JWT is malformed, and so is one longer than the li
                  TokenRefusal::issuer, TokenRefusal::audience, TokenRefusal::expired, TokenRefusal::not_yet_valid,
                  TokenRefusal::no_subject})
     CHECK_FALSE(describe(r).empty());
+}
+
+namespace {
+
+// A gate over a key set the test controls, counting fetches.
+struct Gate {
+  explicit Gate(std::vector<json> jwks, std::size_t max_identities = 10000, std::chrono::milliseconds refetch = std::chrono::hours(1)) {
+    log = rawtool::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
+    document = json{{"keys", std::move(jwks)}}.dump();
+    OAuthSettings settings;
+    settings.rules = rules;
+    settings.scopes = {{"db:a", std::vector<std::string>{"a"}}, {"db:b", std::vector<std::string>{"b"}}, {"all", std::nullopt}};
+    settings.required_scopes = {"mcp"};
+    settings.databases = {"a", "b"};
+    settings.refetch_interval = refetch;
+    settings.max_identities = max_identities;
+    gate = std::make_unique<OAuthGate>(
+        settings,
+        [this](const std::vector<std::string>& databases) {
+          ++described;
+          auto description = std::make_shared<ServerDescription>();
+          description->all_database_labels = databases;
+          return description;
+        },
+        *log,
+        [this](const OAuthSettings&) {
+          ++fetches;
+          std::lock_guard lock(mutex);
+          if (document.empty()) throw std::runtime_error("the key set server is down");
+          return document;
+        });
+  }
+  void publish(std::vector<json> jwks) {
+    std::lock_guard lock(mutex);
+    document = jwks.empty() ? std::string() : json{{"keys", std::move(jwks)}}.dump();
+  }
+  OAuthGate::Outcome check(const std::string& token) { return gate->check(token, now); }
+  void refresh() {
+    std::promise<void> done;
+    gate->refresh([&] { done.set_value(); });
+    done.get_future().wait();
+  }
+
+  rawtool::mcp::test::CapturedLines lines;
+  std::shared_ptr<rawtool::OperatorLog> log;
+  std::mutex mutex;
+  std::string document;
+  std::atomic<int> fetches{0};
+  std::atomic<int> described{0};
+  std::unique_ptr<OAuthGate> gate;
+};
+
+json scoped(const std::string& subject, const std::string& scope) {
+  auto c = claims();
+  c["sub"] = subject;
+  c["scope"] = scope;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the gate gives each identity one client, with the databases of its scopes", "[oauth][gate]") {
+  Gate g(std::vector<json>{rsa_key().jwk});
+  g.gate->start();
+  const auto a1 = g.check(rsa_key().token(scoped("alice", "mcp db:a")));
+  REQUIRE(a1.kind == OAuthGate::Outcome::Kind::accepted);
+  CHECK(a1.client->subject == "alice");
+  CHECK(a1.client->client_id == "agent-1");
+  CHECK(a1.client->name == "oauth");
+  CHECK(a1.client->description->all_database_labels == std::vector<std::string>{"a"});
+  REQUIRE(a1.claims);
+  CHECK((*a1.claims)["sub"] == "alice");
+  // Another token of the same identity: the same client, so its sessions are found.
+  CHECK(g.check(rsa_key().token(scoped("alice", "db:a mcp"))).client == a1.client);
+  // Another subject, or the same subject reaching other databases: another client.
+  const auto b = g.check(rsa_key().token(scoped("bob", "mcp db:a")));
+  const auto a2 = g.check(rsa_key().token(scoped("alice", "mcp db:a db:b")));
+  CHECK(b.client != a1.client);
+  CHECK(a2.client != a1.client);
+  CHECK(a2.client->description->all_database_labels == std::vector<std::string>{"a", "b"});
+  CHECK(g.check(rsa_key().token(scoped("carol", "mcp all"))).client->description->all_database_labels ==
+        std::vector<std::string>{"a", "b"});
+  // One description per set of databases, shared by the identities reaching it.
+  CHECK(g.described == 2);
+  CHECK(b.client->description == a1.client->description);
+}
+
+TEST_CASE("the gate refuses a token short of a scope, naming it", "[oauth][gate]") {
+  Gate g(std::vector<json>{rsa_key().jwk});
+  g.gate->start();
+  const auto missing = g.check(rsa_key().token(scoped("alice", "db:a")));
+  CHECK(missing.kind == OAuthGate::Outcome::Kind::insufficient_scope);
+  CHECK(missing.scope == "mcp");
+  const auto nowhere = g.check(rsa_key().token(scoped("alice", "mcp other")));
+  CHECK(nowhere.kind == OAuthGate::Outcome::Kind::insufficient_scope);
+  CHECK(nowhere.scope == "db:a db:b all");
+  const auto invalid = g.check(rsa_key().token(json{{"alg", "none"}}, claims()));
+  CHECK(invalid.kind == OAuthGate::Outcome::Kind::invalid);
+  CHECK(invalid.refusal == TokenRefusal::algorithm);
+}
+
+TEST_CASE("the gate remembers at most max_identities identities", "[oauth][gate]") {
+  Gate g(std::vector<json>{rsa_key().jwk}, 2);
+  g.gate->start();
+  CHECK(g.check(rsa_key().token(scoped("a", "mcp db:a"))).kind == OAuthGate::Outcome::Kind::accepted);
+  CHECK(g.check(rsa_key().token(scoped("b", "mcp db:a"))).kind == OAuthGate::Outcome::Kind::accepted);
+  CHECK(g.check(rsa_key().token(scoped("c", "mcp db:a"))).kind == OAuthGate::Outcome::Kind::busy);
+  CHECK(g.check(rsa_key().token(scoped("a", "mcp db:a"))).kind == OAuthGate::Outcome::Kind::accepted);  // known
+}
+
+TEST_CASE("a key set that cannot be loaded is logged, refuses tokens, and a later fetch brings the keys", "[oauth][gate]") {
+  Gate g(std::vector<json>{}, 10000, std::chrono::milliseconds(0));
+  g.publish({});
+  g.gate->start();
+  CHECK(g.fetches == 1);
+  CHECK(g.lines.all().find("the key set server is down") != std::string::npos);
+  const auto token = rsa_key().token(scoped("alice", "mcp db:a"));
+  CHECK(g.check(token).kind == OAuthGate::Outcome::Kind::unknown_key);
+  g.publish({rsa_key().jwk});
+  g.refresh();
+  CHECK(g.fetches == 2);
+  CHECK(g.check(token).kind == OAuthGate::Outcome::Kind::accepted);
+  // A set whose every key is unusable keeps the keys there were.
+  g.publish({json{{"kty", "oct"}, {"k", "c2VjcmV0"}}});
+  g.refresh();
+  CHECK(g.check(token).kind == OAuthGate::Outcome::Kind::accepted);
+  CHECK(g.lines.all().find("holds no RS256 or ES256 signing key") != std::string::npos);
+}
+
+TEST_CASE("the key set is fetched again at most once per interval, whoever asks", "[oauth][gate]") {
+  Gate g(std::vector<json>{rsa_key().jwk});
+  g.gate->start();
+  REQUIRE(g.fetches == 1);
+  for (int i = 0; i < 5; ++i) g.refresh();  // each answered at once: fetched within the hour
+  CHECK(g.fetches == 1);
+
+  // With no interval, requests arriving during a fetch wait for it and are
+  // all answered; none is lost.
+  Gate eager({rsa_key().jwk}, 10000, std::chrono::milliseconds(0));
+  std::atomic<int> answered{0};
+  std::vector<std::thread> askers;
+  for (int i = 0; i < 8; ++i) {
+    askers.emplace_back([&] {
+      std::promise<void> done;
+      eager.gate->refresh([&] {
+        ++answered;
+        done.set_value();
+      });
+      done.get_future().wait();
+    });
+  }
+  for (auto& t : askers) t.join();
+  CHECK(answered == 8);
+  CHECK(eager.fetches >= 1);
+  CHECK(eager.fetches <= 8);
+}
+
+TEST_CASE("the metadata names the resource, its issuer and scopes, at the path RFC 9728 gives", "[oauth]") {
+  CHECK(resource_metadata_path("https://db.example.com/mcp") == "/.well-known/oauth-protected-resource/mcp");
+  CHECK(resource_metadata_path("https://db.example.com/") == "/.well-known/oauth-protected-resource");
+  CHECK(resource_metadata_path("https://db.example.com") == "/.well-known/oauth-protected-resource");
+  CHECK(resource_metadata_path("https://db.example.com/tenants/1/mcp?x=1") ==
+        "/.well-known/oauth-protected-resource/tenants/1/mcp");
+  CHECK(resource_metadata_url("https://db.example.com:8443/mcp") ==
+        "https://db.example.com:8443/.well-known/oauth-protected-resource/mcp");
+  OAuthSettings settings;
+  settings.rules = rules;
+  settings.scopes = {{"db:a", std::vector<std::string>{"a"}}, {"all", std::nullopt}};
+  CHECK(resource_metadata(settings) == json{{"resource", "https://db.example/mcp"},
+                                            {"authorization_servers", {"https://issuer.example"}},
+                                            {"scopes_supported", {"db:a", "all"}},
+                                            {"bearer_methods_supported", {"header"}}});
+  settings.databases = {"a", "b", "c"};
+  settings.scopes = {{"c_only", std::vector<std::string>{"c"}}, {"a_only", std::vector<std::string>{"a"}}};
+  CHECK(databases_for(settings, {"c_only", "a_only"}) == std::vector<std::string>{"a", "c"});
+  CHECK(databases_for(settings, {"other"}).empty());
+}
+
+TEST_CASE("a key set server that takes the connection but never answers fails the fetch at its deadline", "[oauth][fetch]") {
+  // A listener that never accepts: the kernel completes the handshake and
+  // holds the request, as a stalled or partitioned issuer would.
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(silent >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  auto* generic = reinterpret_cast<sockaddr*>(&address);
+  REQUIRE(::bind(silent, generic, length) == 0);
+  REQUIRE(::listen(silent, 4) == 0);
+  REQUIRE(::getsockname(silent, generic, &length) == 0);
+  const auto url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/jwks";
+  CHECK_THROWS_WITH(http_get(url, std::chrono::milliseconds(200), 1 << 20),
+                    "GET " + url + ": no answer within 200 ms");
+  CHECK_THROWS_WITH(http_get("ftp://127.0.0.1/jwks", std::chrono::milliseconds(200), 1 << 20),
+                    "GET ftp://127.0.0.1/jwks: is not an http:// or https:// URL");
+  ::close(silent);
 }

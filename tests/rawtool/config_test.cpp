@@ -803,6 +803,8 @@ TEST_CASE("the http.oauth key names the issuer, its key set, the scopes' databas
   CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": ["c"]}})") == "http.oauth.scopes.s[0]");
   CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": []}})") == "http.oauth.scopes.s");
   CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"a b": null}})") == "http.oauth.scopes.a b");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"a\"b": null}})") == "http.oauth.scopes.a\"b");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"": null}})") == "http.oauth.scopes.");
   CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": null}, "leeway_seconds": 601})") ==
         "http.oauth.leeway_seconds");
   CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": null}, "audience": "x"})") ==

@@ -443,7 +443,11 @@ OAuthConfig parse_oauth(const json& value, const std::vector<DatabaseConfig>& da
   }
   for (const auto& [scope, reach] : scopes->items()) {
     const std::string field = "http.oauth.scopes." + scope;
-    if (scope.empty() || scope.find(' ') != std::string::npos) fail(field, "a scope is a non-empty word without spaces");
+    // RFC 6749 section 3.3: a scope token is printable ASCII but space, '"' and '\\'.
+    if (scope.empty() || !std::all_of(scope.begin(), scope.end(), [](char c) {
+          return c > ' ' && c < 0x7f && c != '"' && c != '\\';
+        }))
+      fail(field, "a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749)");
     OAuthScope entry{scope, std::nullopt};
     if (!reach.is_null()) entry.databases = read_labels(reach, field, databases, true);
     oauth.scopes.push_back(std::move(entry));

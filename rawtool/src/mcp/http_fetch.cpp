@@ -9,6 +9,7 @@
 
 #include <openssl/ssl.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -59,17 +60,32 @@ Url parse_url(std::string_view url) {
   return parsed;
 }
 
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Runs one asynchronous step until it completes or the deadline passes.
+// Beast's synchronous calls ignore a stream's expiry, so every step is
+// asynchronous and the caller's thread drives the I/O until the deadline.
+template <class Start>
+void step(asio::io_context& io, Deadline deadline, Start start) {
+  std::optional<beast::error_code> result;
+  start([&result](beast::error_code ec, auto&&...) { result = ec; });
+  io.restart();
+  io.run_until(deadline);
+  if (!result) throw beast::system_error(beast::error::timeout);
+  if (*result) throw beast::system_error(*result);
+}
+
 template <class Stream>
-std::string exchange(Stream& stream, const Url& url, std::size_t max_bytes) {
+std::string exchange(asio::io_context& io, Deadline deadline, Stream& stream, const Url& url, std::size_t max_bytes) {
   http::request<http::empty_body> request(http::verb::get, url.target, 11);
   request.set(http::field::host, url.host);
   request.set(http::field::accept, "application/json, application/jwk-set+json");
   request.set(http::field::user_agent, "rawtool");
-  http::write(stream, request);
+  step(io, deadline, [&](auto done) { http::async_write(stream, request, done); });
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(max_bytes);
-  http::read(stream, buffer, parser);
+  step(io, deadline, [&](auto done) { http::async_read(stream, buffer, parser, done); });
   const auto& response = parser.get();
   if (response.result() != http::status::ok) {
     throw std::runtime_error("answered HTTP " + std::to_string(response.result_int()) + ", not 200");
@@ -83,15 +99,22 @@ std::string http_get(std::string_view url_text, std::chrono::milliseconds timeou
   const auto fail = [&](const std::string& why) {
     return std::runtime_error("GET " + std::string(url_text) + ": " + why);
   };
+  // One deadline for resolve, connect, TLS, request and answer.
+  const Deadline deadline = std::chrono::steady_clock::now() + timeout;
   try {
     const Url url = parse_url(url_text);
     asio::io_context io;
     tcp::resolver resolver(io);
+    tcp::resolver::results_type endpoints;
+    step(io, deadline, [&](auto done) {
+      resolver.async_resolve(url.host, url.port, [&endpoints, done](beast::error_code ec, tcp::resolver::results_type found) mutable {
+        endpoints = std::move(found);
+        done(ec);
+      });
+    });
     beast::tcp_stream tcp_stream(io);
-    tcp_stream.expires_after(timeout);  // one deadline for resolve, connect, TLS, request and answer
-    const auto endpoints = resolver.resolve(url.host, url.port);
-    tcp_stream.connect(endpoints);
-    if (!url.tls) return exchange(tcp_stream, url, max_bytes);
+    step(io, deadline, [&](auto done) { tcp_stream.async_connect(endpoints, done); });
+    if (!url.tls) return exchange(io, deadline, tcp_stream, url, max_bytes);
     asio::ssl::context tls(asio::ssl::context::tls_client);
     tls.set_default_verify_paths();
     tls.set_verify_mode(asio::ssl::verify_peer);
@@ -101,8 +124,8 @@ std::string http_get(std::string_view url_text, std::chrono::milliseconds timeou
                  const_cast<char*>(url.host.c_str())) != 1)
       throw std::runtime_error("TLS setup failed");
     stream.set_verify_callback(asio::ssl::host_name_verification(url.host));
-    stream.handshake(asio::ssl::stream_base::client);
-    return exchange(stream, url, max_bytes);
+    step(io, deadline, [&](auto done) { stream.async_handshake(asio::ssl::stream_base::client, done); });
+    return exchange(io, deadline, stream, url, max_bytes);
   } catch (const beast::system_error& error) {
     if (error.code() == beast::error::timeout) throw fail("no answer within " + std::to_string(timeout.count()) + " ms");
     if (error.code() == http::error::body_limit) throw fail("the answer is over " + std::to_string(max_bytes) + " bytes");

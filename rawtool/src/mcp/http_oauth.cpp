@@ -180,16 +180,6 @@ namespace {
 // The largest key set document read.
 constexpr std::size_t max_key_set_bytes = 1024 * 1024;
 
-std::string read_key_set(const OAuthSettings& settings) {
-  if (!settings.jwks_url.empty()) return http_get(settings.jwks_url, settings.fetch_timeout, max_key_set_bytes);
-  std::ifstream in(settings.jwks_file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + settings.jwks_file.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) throw std::runtime_error("cannot read " + settings.jwks_file.string());
-  return text.str();
-}
-
 std::string_view path_of(std::string_view url) {
   const auto scheme = url.find("://");
   const auto rest = scheme == std::string_view::npos ? url : url.substr(scheme + 3);
@@ -201,6 +191,16 @@ std::string_view path_of(std::string_view url) {
 }
 
 }  // namespace
+
+std::string read_key_set(const OAuthSettings& settings) {
+  if (!settings.jwks_url.empty()) return http_get(settings.jwks_url, settings.fetch_timeout, max_key_set_bytes);
+  std::ifstream in(settings.jwks_file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + settings.jwks_file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw std::runtime_error("cannot read " + settings.jwks_file.string());
+  return text.str();
+}
 
 std::string resource_metadata_path(std::string_view resource) {
   return "/.well-known/oauth-protected-resource" + std::string(path_of(resource));
@@ -375,14 +375,6 @@ void OAuthGate::refresh(std::function<void()> done) {
   }
   if (finished.joinable()) finished.join();
   if (done) done();
-}
-
-std::vector<const HttpClient*> OAuthGate::clients() const {
-  std::lock_guard lock(mutex_);
-  std::vector<const HttpClient*> out;
-  out.reserve(identities_.size());
-  for (const auto& [key, client] : identities_) out.push_back(client.get());
-  return out;
 }
 
 }  // namespace rawtool::mcp::detail

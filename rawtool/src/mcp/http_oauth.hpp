@@ -113,6 +113,11 @@ struct OAuthSettings {
   std::size_t max_identities = 10000;
 };
 
+/// The key set's document from settings.jwks_url (within fetch_timeout, at
+/// most 1 MiB) or else settings.jwks_file. Throws std::runtime_error naming
+/// the URL or file and what went wrong.
+std::string read_key_set(const OAuthSettings& settings);
+
 /// The resource's Protected Resource Metadata (RFC 9728).
 nlohmann::json resource_metadata(const OAuthSettings& settings);
 /// The path of the metadata's well-known URL for the resource (RFC 9728
@@ -174,8 +179,6 @@ public:
   /// at once when nothing is fetched).
   void refresh(std::function<void()> done);
 
-  /// Each remembered identity's client, for the per-client figures.
-  std::vector<const HttpClient*> clients() const;
   const OAuthSettings& settings() const { return settings_; }
 
 private:

@@ -10,6 +10,7 @@
 #include <rawtool/log.hpp>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 
 namespace rawtool::mcp {
@@ -103,6 +104,24 @@ void warn_of_shared_roles(Tool& tool) {
 }
 
 }  // namespace
+
+std::string check_oauth_keys(const Config& config) {
+  const auto& oauth = config.http.oauth;
+  if (!oauth) throw std::logic_error("check_oauth_keys: no http.oauth");
+  detail::OAuthSettings settings;
+  settings.jwks_url = oauth->jwks_url;
+  if (oauth->jwks_file) settings.jwks_file = *oauth->jwks_file;
+  const std::string source = settings.jwks_url.empty() ? settings.jwks_file.string() : settings.jwks_url;
+  detail::KeySet keys;
+  try {
+    keys = detail::parse_key_set(detail::read_key_set(settings));
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(source + ": " + error.what());
+  }
+  if (keys.keys.empty()) throw std::runtime_error(source + ": the key set holds no RS256 or ES256 signing key");
+  return std::to_string(keys.keys.size()) + (keys.keys.size() == 1 ? " signing key" : " signing keys") + " usable, " +
+         std::to_string(keys.ignored) + " ignored";
+}
 
 /// Declared in the order of start: the server, which uses the others, is
 /// destroyed (stopped and waited for) first.

@@ -6,7 +6,11 @@
 //   node oauth.test.mjs --binary build/dev/rawtool/rawtool
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { createHmac, generateKeyPairSync, randomUUID, sign } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 
@@ -352,6 +356,35 @@ describe("the key set's source", () => {
     }
   });
 
+  test("check-config --connect loads the key set as the server would, and fails when it cannot", async () => {
+    const keys = await startKeyServer([makeKey("RS256", "k1"), makeKey("ES256", "k2")]);
+    const dir = mkdtempSync(join(tmpdir(), "rawtool-oauth-check-"));
+    try {
+      const config = configFor(keys);
+      delete config.catalog;
+      writeFileSync(join(dir, "config.json"), JSON.stringify(config));
+      // Asynchronous: the key server runs in this process and must answer while check-config waits.
+      const check = () =>
+        new Promise((resolve) => {
+          const child = spawn(binary, ["check-config", "--config", join(dir, "config.json"), "--connect"]);
+          const out = { stdout: "", stderr: "" };
+          child.stdout.on("data", (d) => (out.stdout += d));
+          child.stderr.on("data", (d) => (out.stderr += d));
+          child.on("close", (status) => resolve({ ...out, status }));
+        });
+      const ok = await check();
+      assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+      assert.match(ok.stdout, /^oauth: the issuer's key set: 2 signing keys usable, 0 ignored$/m);
+      keys.down = true;
+      const down = await check();
+      assert.equal(down.status, 1, down.stdout + down.stderr);
+      assert.match(down.stdout, /^oauth: the issuer's key set could not be loaded: GET http:\/\/127\.0\.0\.1:\d+\/jwks: answered HTTP 503, not 200$/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await keys.close();
+    }
+  });
+
   test("a key set from a file", async () => {
     const key = makeKey("ES256", "file-key");
     const issuer = "https://issuer.example.test";
@@ -364,6 +397,28 @@ describe("the key set's source", () => {
       await open(server.url, signToken(key, claimsFor({ issuer })));
     } finally {
       assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
+describe("limits per identity", () => {
+  test("http.max_sessions_per_token holds for each OAuth identity as for each static token", async () => {
+    const key = makeKey("RS256", "k");
+    const keys = await startKeyServer([key]);
+    const config = configFor(keys);
+    config.http.max_sessions_per_token = 1;
+    const server = await startHttpServer(binary, config, { files: { "catalog.json": catalog } });
+    try {
+      assert.ok(server.url, server.stderr);
+      await open(server.url, signToken(key, claimsFor(keys)));
+      // Another token of the same identity counts against the same limit...
+      const second = await post(server.url, initialize, signToken(key, claimsFor(keys)));
+      assert.equal(second.status, 503, "a second session of one identity past the limit");
+      // ...another subject has its own.
+      await open(server.url, signToken(key, claimsFor(keys, { sub: "bob" })));
+    } finally {
+      assert.equal(await server.stop(), 0);
+      await keys.close();
     }
   });
 });
