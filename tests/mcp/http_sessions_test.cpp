@@ -41,7 +41,13 @@ struct Registry {
   Registry() {
     log = rawtool::OperatorLog::open(rawtool::LogConfig{}, lines.sink());
     config.open = description_with({"open_db"});
-    config.clients = {{"alice", "a", description_with({"alice_db"})}, {"bob", "b", description_with({"bob_db"})}};
+    config.clients.resize(2);
+    config.clients[0].name = "alice";
+    config.clients[0].sha256 = "a";
+    config.clients[0].description = std::make_shared<const ServerDescription>(description_with({"alice_db"}));
+    config.clients[1].name = "bob";
+    config.clients[1].sha256 = "b";
+    config.clients[1].description = std::make_shared<const ServerDescription>(description_with({"bob_db"}));
     alice = &config.clients[0];
     bob = &config.clients[1];
     registry = std::make_unique<SessionRegistry>(backend, pool, config, *log, [this] { return now; });
@@ -92,8 +98,8 @@ TEST_CASE("an HTTP session is found and ended only by the token that opened it",
 TEST_CASE("an HTTP session shows and lets use only its own token's databases", "[http][sessions]") {
   Registry r;
   const std::pair<const HttpClient*, const ServerDescription*> cases[] = {
-      {r.alice, &r.alice->description}, {r.bob, &r.bob->description}, {nullptr, &r.config.open}};
-  REQUIRE(r.alice->description.tools != r.bob->description.tools);  // each names its own database
+      {r.alice, r.alice->description.get()}, {r.bob, r.bob->description.get()}, {nullptr, &r.config.open}};
+  REQUIRE(r.alice->description->tools != r.bob->description->tools);  // each names its own database
   for (const auto& [client, description] : cases) {
     const auto session = r.open(client);
     session->dispatcher->assume_initialized("2025-11-25");

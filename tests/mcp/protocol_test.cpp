@@ -541,3 +541,52 @@ TEST_CASE("an oversized line's error has no id", "[mcp][protocol]") {
   REQUIRE_FALSE(message.contains("id"));
   REQUIRE(message["error"]["code"] == static_cast<int>(ErrorCode::invalid_request));
 }
+
+TEST_CASE("a parameter bound to a claim comes from the caller's token, never from the agent", "[mcp][tools][oauth]") {
+  ServerDescription server = description();
+  server.catalog_names = {"q", "free"};
+  server.claim_parameters["q"] = {{"tenant", "tenant_id"}};
+  server.query_tools = {{"q", "q"}};  // the per-query tool of q as well
+  Session session = initialized_session();
+  const json claims = {{"sub", "alice"}, {"tenant_id", "t-17"}, {"flag", true}};
+  const auto call = [&](const json& arguments, const std::string& tool, const json* with) {
+    const json message = {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"},
+                          {"params", {{"name", tool}, {"arguments", arguments}}}};
+    return handle_message(message, session, server, with);
+  };
+  const auto params_of = [](const Action& action) {
+    REQUIRE(std::holds_alternative<StartCall>(action));
+    return std::get<CertifiedQueryCall>(std::get<StartCall>(action).call).params;
+  };
+  const auto refusal = [](const Action& action) {
+    const json message = sent(action);
+    REQUIRE(message["result"]["isError"] == true);
+    return message["result"]["structuredContent"]["argument"];
+  };
+
+  // Bound from the claim, beside what the agent passed.
+  CHECK(params_of(call({{"name", "q"}, {"params", {{"day", 3}}}}, "certified_query", &claims)) ==
+        json{{"day", 3}, {"tenant", "t-17"}});
+  CHECK(params_of(call({{"day", 3}}, "q", &claims)) == json{{"day", 3}, {"tenant", "t-17"}});
+  // A query without claim-bound parameters needs no token.
+  CHECK(params_of(call({{"name", "free"}}, "certified_query", nullptr)) == json::object());
+
+  // The agent cannot set it, even to the token's own value.
+  for (const json& arguments : {json{{"name", "q"}, {"params", {{"tenant", "t-99"}}}},
+                                json{{"name", "q"}, {"params", {{"tenant", "t-17"}}}}}) {
+    const json error = refusal(call(arguments, "certified_query", &claims));
+    CHECK(error["name"] == "tenant");
+    CHECK(error["rule"] == "unknown_parameter");
+  }
+  CHECK(refusal(call({{"tenant", "t-99"}}, "q", &claims))["rule"] == "unknown_parameter");
+
+  // No token (stdio, a static token), no such claim, or a claim that is not a
+  // string or number: refused, and the query does not run.
+  const json without = {{"sub", "alice"}};
+  const json wrong_kind = {{"sub", "alice"}, {"tenant_id", json::array({"t-17"})}};
+  for (const json* with : {static_cast<const json*>(nullptr), &without, &wrong_kind}) {
+    const json error = refusal(call({{"name", "q"}}, "certified_query", with));
+    CHECK(error["name"] == "tenant");
+    CHECK(error["rule"] == "missing");
+  }
+}

@@ -109,6 +109,12 @@ TEST_CASE("a catalog error names the entry and the field", "[catalog]") {
       {with_parameter(R"({"name": "n", "type": "integer", "descripton": "typo"})"),
        entry + ".parameters[0].descripton"},
       {with_parameter("[]"), entry + ".parameters[0]"},
+      {with_parameter(R"({"name": "n", "type": "text", "from_claim": ""})"), entry + ".parameters[0].from_claim"},
+      {with_parameter(R"({"name": "n", "type": "text", "from_claim": "tenant id"})"), entry + ".parameters[0].from_claim"},
+      {with_parameter(R"({"name": "n", "type": "text", "from_claim": "t\"x"})"), entry + ".parameters[0].from_claim"},
+      {with_parameter(R"({"name": "n", "type": "text", "from_claim": 7})"), entry + ".parameters[0].from_claim"},
+      {with_parameter(R"({"name": "n", "type": "text", "required": false, "from_claim": "tenant_id"})"),
+       entry + ".parameters[0].required"},
   };
   for (const Case& c : cases) {
     INFO(c.json);
@@ -284,4 +290,15 @@ TEST_CASE("every rule an argument can break is named with the parameter, in rawt
     CHECK(rawtool::test::contains(error.explanation.str(), c.words));
     CHECK_FALSE(error.given.has_value());
   }
+}
+
+TEST_CASE("a parameter may be bound to a claim of the caller's token, a word or a namespaced URL", "[catalog]") {
+  auto q = single(R"([{"name": "tenant", "type": "text", "from_claim": "tenant_id"},
+                      {"name": "org", "type": "integer", "from_claim": "https://example.com/claims/org", "required": true},
+                      {"name": "day", "type": "integer"}])");
+  REQUIRE(q.parameters.size() == 3);
+  CHECK(q.parameters[0].from_claim == "tenant_id");
+  CHECK(q.parameters[0].required);
+  CHECK(q.parameters[1].from_claim == "https://example.com/claims/org");
+  CHECK_FALSE(q.parameters[2].from_claim);
 }

@@ -751,3 +751,62 @@ TEST_CASE("the metrics key names where rawtool mcp serves Prometheus metrics", "
   CHECK(error_field("{" + one_db + R"(, "metrics": {"port": 9464}})") == "metrics.port");
   CHECK(error_field("{" + one_db + R"(, "metrics": "127.0.0.1:9464"})") == "metrics");
 }
+
+TEST_CASE("the http.oauth key names the issuer, its key set, the scopes' databases, and needs http.resource", "[config][http]") {
+  NoDatabaseEnvironment env;
+  const std::string two_dbs = R"("databases": [{"label": "a", "path": ":memory:"}, {"label": "b", "path": ":memory:"}])";
+  const auto with = [&](const std::string& http) { return "{" + two_dbs + R"(, "http": )" + http + "}"; };
+  const std::string resource = R"("resource": "https://db.example.com/mcp")";
+
+  const rawtool::HttpConfig http =
+      parse_config(with("{" + resource + R"(, "oauth": {"issuer": "https://id.example.com",
+        "jwks_url": "https://id.example.com/jwks", "scopes": {"read:b": ["b"], "both": ["b", "a"], "all": null},
+        "required_scopes": ["mcp"], "leeway_seconds": 0, "jwks_min_refetch_seconds": 0}})"), "/srv").http;
+  CHECK(http.resource == "https://db.example.com/mcp");
+  REQUIRE(http.oauth);
+  CHECK(http.oauth->issuer == "https://id.example.com");
+  CHECK(http.oauth->jwks_url == "https://id.example.com/jwks");
+  CHECK_FALSE(http.oauth->jwks_file);
+  REQUIRE(http.oauth->scopes.size() == 3);
+  // Each scope's databases in configuration order; null is every database.
+  const auto scope = [&](const std::string& name) {
+    for (const auto& s : http.oauth->scopes)
+      if (s.scope == name) return s.databases;
+    FAIL("no scope " << name);
+    return std::optional<std::vector<std::string>>{};
+  };
+  CHECK(scope("read:b") == std::vector<std::string>{"b"});
+  CHECK(scope("both") == std::vector<std::string>{"a", "b"});
+  CHECK_FALSE(scope("all"));
+  CHECK(http.oauth->required_scopes == std::vector<std::string>{"mcp"});
+  CHECK(http.oauth->leeway_seconds == 0);
+  CHECK(http.oauth->jwks_min_refetch_seconds == 0);
+
+  const auto file = parse_config(with("{" + resource + R"(, "oauth": {"issuer": "i", "jwks_file": "keys/jwks.json",
+        "scopes": {"s": null}}})"), "/srv").http.oauth;
+  REQUIRE(file);
+  CHECK(file->jwks_file == std::filesystem::path("/srv/keys/jwks.json"));
+  CHECK(file->leeway_seconds == 60);
+  CHECK(file->jwks_min_refetch_seconds == 10);
+
+  const std::string ok_oauth = R"("oauth": {"issuer": "i", "jwks_url": "http://127.0.0.1:1/jwks", "scopes": {"s": null}})";
+  CHECK(error_field(with("{" + std::string(R"("oauth": {"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": null}})") + "}")) == "http.resource");
+  CHECK(error_field(with("{" + resource + "}")) == "http.resource");
+  CHECK(error_field(with(R"({"resource": "db.example.com/mcp", )" + ok_oauth + "}")) == "http.resource");
+  const auto oauth_error = [&](const std::string& oauth) { return error_field(with("{" + resource + R"(, "oauth": )" + oauth + "}")); };
+  CHECK(oauth_error(R"({"jwks_url": "http://x/j", "scopes": {"s": null}})") == "http.oauth.issuer");
+  CHECK(oauth_error(R"({"issuer": "i", "scopes": {"s": null}})") == "http.oauth");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "jwks_file": "f", "scopes": {"s": null}})") == "http.oauth");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "ftp://x/j", "scopes": {"s": null}})") == "http.oauth.jwks_url");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j"})") == "http.oauth.scopes");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {}})") == "http.oauth.scopes");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": ["c"]}})") == "http.oauth.scopes.s[0]");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": []}})") == "http.oauth.scopes.s");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"a b": null}})") == "http.oauth.scopes.a b");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"a\"b": null}})") == "http.oauth.scopes.a\"b");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"": null}})") == "http.oauth.scopes.");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": null}, "leeway_seconds": 601})") ==
+        "http.oauth.leeway_seconds");
+  CHECK(oauth_error(R"({"issuer": "i", "jwks_url": "http://x/j", "scopes": {"s": null}, "audience": "x"})") ==
+        "http.oauth.audience");
+}

@@ -40,6 +40,12 @@ struct ParameterSpec {
   std::vector<Parameter> allowed;
   /// text only: the most Unicode code points a value may have.
   std::optional<std::size_t> max_length;
+  /// Set: the MCP server over HTTP binds the parameter from this claim of the
+  /// caller's validated OAuth token; the agent cannot pass it, and a call
+  /// whose token lacks the claim is refused. Such a parameter is required.
+  /// The library itself binds it from `params` like any other: an embedder
+  /// decides where the value comes from.
+  std::optional<std::string> from_claim;
 };
 
 /// One pinned query.

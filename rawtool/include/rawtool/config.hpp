@@ -162,6 +162,26 @@ struct DatabaseConfig {
 ///                         and answers not yet taken by their clients. Past
 ///                         it a request gets 503, a call -32000 ("busy, try
 ///                         again"). At least one call's reservation.
+///     resource            string: the canonical URL of this server's MCP
+///                         endpoint (e.g. "https://db.example.com/mcp"); an
+///                         OAuth token's `aud` must name it. Required with
+///                         oauth, refused without it.
+///     oauth               object: OAuth 2.1 access tokens (JWT, RS256 or
+///                         ES256) accepted beside `tokens`:
+///       issuer            string: the authorization server; `iss` must be it exactly
+///       jwks_url          string: http:// or https:// URL of its key set; or
+///       jwks_file         string: a file holding it (relative to the
+///                         configuration file's folder); exactly one of the two
+///       scopes            object, required, at least one key: scope → array
+///                         of database labels, or null for every database; a
+///                         token reaches the union over its scopes
+///       required_scopes   array of strings, default none: a token must carry
+///                         every one (else 403 insufficient_scope)
+///       leeway_seconds    integer 0..600, default 60: clock skew allowed on
+///                         `exp` and `nbf`
+///       jwks_min_refetch_seconds  integer 0..86400, default 10: a token
+///                         naming a key the set lacks fetches the set again
+///                         (a key rotation), at most once per this long
 struct HttpToken {
   std::string name;
   /// Lower-case hex SHA-256 of the token.
@@ -171,10 +191,32 @@ struct HttpToken {
   std::vector<std::string> databases;
 };
 
+/// One scope of `http.oauth.scopes`.
+struct OAuthScope {
+  std::string scope;
+  /// Labels of the databases it reaches, in configuration order; nullopt:
+  /// every database.
+  std::optional<std::vector<std::string>> databases;
+};
+
+struct OAuthConfig {
+  std::string issuer;
+  /// Exactly one of the two is set.
+  std::string jwks_url;
+  std::optional<std::filesystem::path> jwks_file;
+  std::vector<OAuthScope> scopes;
+  std::vector<std::string> required_scopes;
+  std::size_t leeway_seconds = 60;
+  std::size_t jwks_min_refetch_seconds = 10;
+};
+
 struct HttpConfig {
   /// Empty: requests are not authenticated (allowed on loopback only, unless
-  /// allow_unauthenticated).
+  /// allow_unauthenticated), unless oauth is set.
   std::vector<HttpToken> tokens;
+  /// The MCP endpoint's canonical URL; set exactly when oauth is.
+  std::string resource;
+  std::optional<OAuthConfig> oauth;
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 1024 * 1024;
   /// Connections open at once. One more closes the oldest connection waiting

@@ -109,6 +109,13 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options = {});
 /// configuration.
 void check_tool_names(const Tool& tool);
 
+/// Loads the OAuth issuer's key set as `rawtool mcp --http` would at start
+/// (http.oauth.jwks_url or jwks_file) and says what it holds, e.g. "3 signing
+/// keys usable, 1 ignored". Throws std::runtime_error, in rawtool's words
+/// naming the URL or file, when it cannot be fetched, is not a key set, or
+/// holds no RS256/ES256 signing key; std::logic_error without http.oauth.
+std::string check_oauth_keys(const Config& config);
+
 /// The MCP Streamable HTTP transport for `tool` at http://`listen`/mcp
 /// (`listen` is HOST:PORT, HOST an IP address, [IPv6] or localhost; port 0
 /// picks a free one, logged in the "serving" event and given by port()). The

@@ -49,12 +49,17 @@ constexpr std::string_view help =
     "where the query runs read-only, a declared parameter type does not fit the\n"
     "type the server infers. The engine's own words follow, escaped and labelled.\n"
     "\n"
+    "With --connect and http.oauth it also loads the issuer's key set\n"
+    "(jwks_url or jwks_file) as `rawtool mcp --http` would, and says how many\n"
+    "signing keys it can use.\n"
+    "\n"
     "Exit status:\n"
     "  0  the configuration can be served (with --connect: every database answered,\n"
     "     no read-only database has a hazard that read-only mode refuses, and every\n"
     "     catalog query prepares as declared)\n"
     "  1  with --connect: a database could not be reached, a read-only database\n"
-    "     has a refused hazard, or a catalog query has a problem\n"
+    "     has a refused hazard, a catalog query has a problem, or the OAuth\n"
+    "     issuer's key set cannot be loaded\n"
     "  2  usage error or configuration error (the field is named on stderr)\n";
 
 constexpr std::string_view examples =
@@ -69,6 +74,21 @@ std::string quoted(const Untrusted& value) {
   render::append_escaped(out, value, render::EscapeContext::cell, render::RenderOptions{});
   out += '"';
   return out;
+}
+
+/// Prints whether the OAuth issuer's key set loads; 1 when it does not.
+std::size_t print_oauth_check(const Config& config) {
+  if (!config.http.oauth) return 0;
+  try {
+    write_all(1, "oauth: the issuer's key set: " + mcp::check_oauth_keys(config) + "\n");
+    return 0;
+  } catch (const std::runtime_error& error) {
+    std::string line = "oauth: the issuer's key set could not be loaded: ";
+    render::append_escaped(line, Untrusted(std::string_view(error.what())), render::EscapeContext::cell,
+                           render::RenderOptions{});
+    write_all(1, line + "\n");
+    return 1;
+  }
 }
 
 /// Prints the --connect part; returns the number of problems found.
@@ -222,7 +242,8 @@ int run_check_config(Arguments argv) {
   if (args.flag("--connect")) {
     const std::size_t database_problems = print_connect_check(*tool);
     const std::size_t catalog_problems = print_catalog_check(*tool);
-    if (database_problems + catalog_problems != 0) return static_cast<int>(Exit::failure);
+    const std::size_t oauth_problems = print_oauth_check(config);
+    if (database_problems + catalog_problems + oauth_problems != 0) return static_cast<int>(Exit::failure);
   }
   return static_cast<int>(Exit::ok);
 }

@@ -7,6 +7,7 @@
 #include "lib/detail/json_fields.hpp"
 
 #include <charconv>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -219,8 +220,8 @@ double read_number(const json& value, const std::string& field) {
 
 ParameterSpec parse_parameter(const json& value, const std::string& field) {
   detail::require_object(value, field);
-  detail::reject_unknown_keys(value, {"name", "type", "description", "required", "minimum", "maximum", "enum", "max_length"},
-                              field);
+  detail::reject_unknown_keys(
+      value, {"name", "type", "description", "required", "minimum", "maximum", "enum", "max_length", "from_claim"}, field);
   ParameterSpec spec;
   auto name = value.find("name");
   if (name == value.end()) fail(member_field(field, "name"), "is required");
@@ -251,6 +252,17 @@ ParameterSpec parse_parameter(const json& value, const std::string& field) {
     if (spec.type != ParameterType::text) fail(member_field(field, "max_length"), "applies to text parameters only");
     spec.max_length = static_cast<std::size_t>(
         detail::read_integer(*it, member_field(field, "max_length"), 1, std::numeric_limits<std::int32_t>::max()));
+  }
+  if (auto it = value.find("from_claim"); it != value.end()) {
+    const std::string claim_field = member_field(field, "from_claim");
+    std::string claim = detail::read_string(*it, claim_field);
+    // A claim's name, as tokens spell them: a word, or a namespaced URL.
+    if (claim.empty() || claim.size() > 256 ||
+        !std::all_of(claim.begin(), claim.end(), [](char c) { return c > ' ' && c < 0x7f && c != '"' && c != '\\'; }))
+      fail(claim_field, "must be a claim's name: 1-256 printable ASCII characters, no spaces or quotes");
+    if (value.contains("required") && !spec.required)
+      fail(member_field(field, "required"), "cannot be false for a parameter bound to a claim");
+    spec.from_claim = std::move(claim);
   }
   if (auto it = value.find("enum"); it != value.end()) {
     std::string enum_field = member_field(field, "enum");

@@ -357,6 +357,27 @@ bool is_lower_hex_digest(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+// Database labels, kept in configuration order (so a token's default is the
+// first configured database it reaches).
+std::vector<std::string> read_labels(const json& value, const std::string& field,
+                                     const std::vector<DatabaseConfig>& databases, bool null_allowed) {
+  if (!value.is_array() || value.empty()) {
+    fail(field, null_allowed ? "must be a non-empty array of database labels, or null"
+                             : "must be a non-empty array of database labels");
+  }
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string label = detail::read_string(value[i], field + "[" + std::to_string(i) + "]");
+    if (std::none_of(databases.begin(), databases.end(), [&](const DatabaseConfig& d) { return d.label == label; })) {
+      fail(field + "[" + std::to_string(i) + "]", "names no configured database");
+    }
+  }
+  for (const DatabaseConfig& database : databases) {
+    if (std::find(value.begin(), value.end(), json(database.label)) != value.end()) labels.push_back(database.label);
+  }
+  return labels;
+}
+
 HttpToken parse_http_token(const json& value, std::size_t index, const std::vector<DatabaseConfig>& databases) {
   const std::string field = "http.tokens[" + std::to_string(index) + "]";
   detail::require_object(value, field);
@@ -375,36 +396,99 @@ HttpToken parse_http_token(const json& value, std::size_t index, const std::vect
     fail(field + ".sha256", "must be the 64 hex digits of the token's SHA-256 (sha256sum prints them)");
   }
   if (const auto reach = value.find("databases"); reach != value.end()) {
-    const std::string reach_field = field + ".databases";
-    if (!reach->is_array() || reach->empty()) fail(reach_field, "must be a non-empty array of database labels");
-    // Kept in configuration order, so the token's default is the first
-    // configured database it reaches.
-    for (const DatabaseConfig& database : databases) {
-      if (std::find(reach->begin(), reach->end(), json(database.label)) != reach->end()) {
-        token.databases.push_back(database.label);
-      }
-    }
-    for (std::size_t i = 0; i < reach->size(); ++i) {
-      const std::string label = detail::read_string((*reach)[i], reach_field + "[" + std::to_string(i) + "]");
-      if (std::find(token.databases.begin(), token.databases.end(), label) == token.databases.end()) {
-        fail(reach_field + "[" + std::to_string(i) + "]", "names no configured database");
-      }
-    }
+    token.databases = read_labels(*reach, field + ".databases", databases, false);
   } else {
     for (const DatabaseConfig& database : databases) token.databases.push_back(database.label);
   }
   return token;
 }
 
-HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& databases) {
+// A URL rawtool fetches or names: http:// or https://, a host, no fragment.
+bool is_http_url(std::string_view url) {
+  std::string_view rest;
+  if (url.rfind("https://", 0) == 0) rest = url.substr(8);
+  else if (url.rfind("http://", 0) == 0) rest = url.substr(7);
+  else return false;
+  return !rest.empty() && rest.front() != '/' && url.find('#') == std::string_view::npos &&
+         std::none_of(url.begin(), url.end(), [](char c) { return static_cast<unsigned char>(c) <= ' '; });
+}
+
+OAuthConfig parse_oauth(const json& value, const std::vector<DatabaseConfig>& databases,
+                        const std::filesystem::path& base_dir) {
+  detail::require_object(value, "http.oauth");
+  detail::reject_unknown_keys(value, {"issuer", "jwks_url", "jwks_file", "scopes", "required_scopes", "leeway_seconds",
+                                      "jwks_min_refetch_seconds"},
+                              "http.oauth");
+  OAuthConfig oauth;
+  const auto issuer = value.find("issuer");
+  if (issuer == value.end()) fail("http.oauth.issuer", "is required: the authorization server's issuer URL");
+  oauth.issuer = detail::read_string(*issuer, "http.oauth.issuer");
+  if (oauth.issuer.empty()) fail("http.oauth.issuer", "must not be empty");
+  const auto url = value.find("jwks_url");
+  const auto file = value.find("jwks_file");
+  if ((url == value.end()) == (file == value.end())) {
+    fail("http.oauth", "needs exactly one of jwks_url and jwks_file: where the issuer's signing keys are");
+  }
+  if (url != value.end()) {
+    oauth.jwks_url = detail::read_string(*url, "http.oauth.jwks_url");
+    if (!is_http_url(oauth.jwks_url)) fail("http.oauth.jwks_url", "must be an http:// or https:// URL");
+  } else {
+    const std::string path = detail::read_string(*file, "http.oauth.jwks_file");
+    if (path.empty()) fail("http.oauth.jwks_file", "must not be empty");
+    oauth.jwks_file = std::filesystem::path(resolve_path(path, base_dir));
+  }
+  const auto scopes = value.find("scopes");
+  if (scopes == value.end() || !scopes->is_object() || scopes->empty()) {
+    fail("http.oauth.scopes", "is required: an object mapping each scope to database labels (or null for all)");
+  }
+  for (const auto& [scope, reach] : scopes->items()) {
+    const std::string field = "http.oauth.scopes." + scope;
+    // RFC 6749 section 3.3: a scope token is printable ASCII but space, '"' and '\\'.
+    if (scope.empty() || !std::all_of(scope.begin(), scope.end(), [](char c) {
+          return c > ' ' && c < 0x7f && c != '"' && c != '\\';
+        }))
+      fail(field, "a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749)");
+    OAuthScope entry{scope, std::nullopt};
+    if (!reach.is_null()) entry.databases = read_labels(reach, field, databases, true);
+    oauth.scopes.push_back(std::move(entry));
+  }
+  if (const auto required = value.find("required_scopes"); required != value.end()) {
+    if (!required->is_array()) fail("http.oauth.required_scopes", "must be an array of scopes");
+    for (std::size_t i = 0; i < required->size(); ++i) {
+      oauth.required_scopes.push_back(
+          detail::read_string((*required)[i], "http.oauth.required_scopes[" + std::to_string(i) + "]"));
+    }
+  }
+  if (const auto leeway = value.find("leeway_seconds"); leeway != value.end()) {
+    oauth.leeway_seconds = static_cast<std::size_t>(detail::read_integer(*leeway, "http.oauth.leeway_seconds", 0, 600));
+  }
+  if (const auto refetch = value.find("jwks_min_refetch_seconds"); refetch != value.end()) {
+    oauth.jwks_min_refetch_seconds =
+        static_cast<std::size_t>(detail::read_integer(*refetch, "http.oauth.jwks_min_refetch_seconds", 0, 86400));
+  }
+  return oauth;
+}
+
+HttpConfig parse_http(const json& value, const std::vector<DatabaseConfig>& databases,
+                      const std::filesystem::path& base_dir) {
   detail::require_object(value, "http");
   detail::reject_unknown_keys(value,
                               {"tokens", "allowed_origins", "max_body_bytes", "allow_unauthenticated", "max_sessions",
                                "max_sessions_per_token", "max_calls_per_token", "session_idle_seconds",
                                "request_timeout_seconds", "idle_timeout_seconds", "head_timeout_seconds", "shutdown_grace_seconds", "sessions",
-                               "max_connections", "max_memory_bytes"},
+                               "max_connections", "max_memory_bytes", "resource", "oauth"},
                               "http");
   HttpConfig http;
+  if (const auto oauth = value.find("oauth"); oauth != value.end()) {
+    http.oauth = parse_oauth(*oauth, databases, base_dir);
+  }
+  if (const auto resource = value.find("resource"); resource != value.end()) {
+    http.resource = detail::read_string(*resource, "http.resource");
+    if (!is_http_url(http.resource)) fail("http.resource", "must be the MCP endpoint's https:// (or http://) URL");
+    if (!http.oauth) fail("http.resource", "is used only with http.oauth");
+  } else if (http.oauth) {
+    fail("http.resource", "is required with http.oauth: the MCP endpoint's URL, which a token's aud must name");
+  }
   if (const auto tokens = value.find("tokens"); tokens != value.end()) {
     if (!tokens->is_array()) fail("http.tokens", std::string("must be an array, not ") + detail::json_kind(*tokens));
     for (std::size_t i = 0; i < tokens->size(); ++i) {
@@ -667,7 +751,7 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
         static_cast<std::size_t>(detail::read_integer(*it, "max_concurrent_calls", 1, max_calls));
   }
   if (auto it = root.find("log"); it != root.end()) config.log = parse_log(*it, base_dir);
-  if (auto it = root.find("http"); it != root.end()) config.http = parse_http(*it, config.databases);
+  if (auto it = root.find("http"); it != root.end()) config.http = parse_http(*it, config.databases, base_dir);
   if (auto it = root.find("metrics"); it != root.end()) {
     detail::require_object(*it, "metrics");
     detail::reject_unknown_keys(*it, {"listen"}, "metrics");

@@ -769,6 +769,13 @@ Reply Tool::describe_catalog_of(const std::vector<std::string>* reach) const {
         }
         pj["enum"] = std::move(allowed);
       }
+      if (p.from_claim) {
+        // Not the agent's to pass: the server binds it from the caller's token.
+        reply.add(Literal(", set from the caller's token claim "));
+        Untrusted claim{std::string_view(*p.from_claim)};
+        reply.add_quoted(claim);
+        pj["from_claim"] = render::to_json(claim);
+      }
       reply.end_line();
       if (p.description) {
         reply.prose(fmt::format("description of parameter {} of {}", p.name, q.name), *p.description);

@@ -71,7 +71,7 @@ void Dispatcher::assume_initialized(std::string protocol_version) {
 Dispatcher::Handled Dispatcher::handle(const json& message, const std::shared_ptr<ReplyChannel>& reply_to) {
   Action action = [&] {
     std::lock_guard lock(session_mutex_);
-    return handle_message(message, session_, description_);
+    return handle_message(message, session_, description_, reply_to->caller_claims());
   }();
   return std::visit(
       [&](auto&& step) -> Handled {

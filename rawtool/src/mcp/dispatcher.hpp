@@ -66,6 +66,11 @@ public:
   /// its answer). False: the call does not run and is answered "busy". By
   /// default there is always room.
   virtual bool reserve() { return true; }
+
+  /// The claims of the caller's validated OAuth token, from which a catalog
+  /// parameter bound to a claim takes its value; nullptr (the default) when
+  /// the caller has none.
+  virtual const nlohmann::json* caller_claims() const noexcept { return nullptr; }
 };
 
 /// Thread-safe: handle() may be called from several threads at once, and

@@ -75,16 +75,22 @@ Accepted accepted_types(const std::optional<std::string_view>& accept) {
   return accepted;
 }
 
-const HttpClient* authenticate(std::string_view authorization, const std::vector<HttpClient>& clients) {
+std::optional<std::string_view> bearer_token(std::string_view authorization) {
   constexpr std::string_view scheme = "Bearer ";
-  if (!starts_with_ignoring_case(authorization, scheme)) return nullptr;
+  if (!starts_with_ignoring_case(authorization, scheme)) return std::nullopt;
   std::string_view token = authorization.substr(scheme.size());
   while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
   while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
-  if (token.empty()) return nullptr;
+  if (token.empty()) return std::nullopt;
+  return token;
+}
+
+const HttpClient* authenticate(std::string_view authorization, const std::vector<HttpClient>& clients) {
+  const auto token = bearer_token(authorization);
+  if (!token || clients.empty()) return nullptr;
   // Digests, not tokens, are compared: the configuration holds no token, and
   // a digest's length does not depend on the token's.
-  const std::string presented = crypto::sha256_hex(token);
+  const std::string presented = crypto::sha256_hex(*token);
   const HttpClient* found = nullptr;
   for (const HttpClient& client : clients) {
     if (same_digest(presented, client.sha256)) found = &client;

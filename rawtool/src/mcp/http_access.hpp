@@ -8,6 +8,7 @@
 #include "mcp/protocol.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,9 +21,18 @@ namespace rawtool::mcp::detail {
 /// and may use.
 struct HttpClient {
   std::string name;
-  std::string sha256;
-  ServerDescription description;
+  std::string sha256;  // empty for an OAuth identity
+  std::shared_ptr<const ServerDescription> description;
+  /// An OAuth identity's `sub` and client id (`client_id`, else `azp`);
+  /// empty for a static token.
+  std::string subject;
+  std::string client_id;
 };
+
+/// The token of an Authorization header `Bearer <token>` (scheme
+/// case-insensitive, spaces around the token dropped); nullopt for another
+/// scheme or an empty token.
+std::optional<std::string_view> bearer_token(std::string_view authorization);
 
 /// The client whose token `authorization` carries as `Bearer <token>` (scheme
 /// case-insensitive), or nullptr. Every configured digest is compared, each in

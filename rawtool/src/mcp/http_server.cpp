@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <algorithm>
@@ -76,7 +77,14 @@ public:
         readiness_(config.unusable_databases ? config.unusable_databases
                                              : Readiness::Probe([](Cancellation&) { return std::vector<std::string>{}; }),
                    log),
-        acceptor_(asio::make_strand(io_)) {}
+        acceptor_(asio::make_strand(io_)),
+        oauth_(config.oauth ? std::make_unique<OAuthGate>(
+                                  *config.oauth,
+                                  [describe = config.describe](const std::vector<std::string>& databases) {
+                                    return std::make_shared<const ServerDescription>(describe(databases));
+                                  },
+                                  log)
+                            : nullptr) {}
 
   void start();
   std::uint16_t port() const noexcept { return port_; }
@@ -98,6 +106,11 @@ public:
 
   /// Whether every database can be used, for /readyz.
   Readiness& readiness() noexcept { return readiness_; }
+
+  /// OAuth access tokens; nullptr when none are accepted.
+  OAuthGate* oauth() noexcept { return oauth_.get(); }
+  /// Whether /mcp requests must carry a token.
+  bool authenticates() const noexcept { return !config_.clients.empty() || oauth_ != nullptr; }
 
   /// Ends `session` off the I/O threads (its running statements are
   /// cancelled, which may take a moment), then runs `done` on `executor`.
@@ -200,6 +213,9 @@ private:
   bool stopping_ = false;       // stop() was called; guarded by stop_mutex_
   bool shutting_down_ = false;  // a wait() runs the stop; guarded by stop_mutex_
   bool shut_down_ = false;      // the stop is complete; guarded by stop_mutex_
+  // Declared after io_, so destroyed before it: its fetch thread, which posts
+  // to connections, is joined while their executors exist.
+  std::unique_ptr<OAuthGate> oauth_;
 };
 
 /// One TCP connection: reads a request, decides, answers, reads the next.
@@ -248,6 +264,7 @@ private:
   /// to be framed as its sender meant.
   void refuse_malformed(Malformed what);
   void on_header();
+  bool authorize(const http::request<http::string_body>& request);
   void on_body();
   void handle_delete();
   void refuse(http::status status, std::string_view message);
@@ -299,6 +316,8 @@ private:
   /// request until that request's headers are complete.
   std::optional<IdleConnections::Ticket> waiting_;
   bool authenticated_ = false;  ///< a request of this connection carried a valid token
+  bool keys_refreshed_ = false;  ///< this request's OAuth token waited for the key set once
+  std::shared_ptr<const json> claims_;  ///< this request's OAuth token's claims; null otherwise
   bool served_ = false;         ///< a request's headers were complete on this connection
   Clock::time_point opened_ = Clock::now();
   Clock::time_point request_started_;  ///< the first byte of the request being read
@@ -328,8 +347,9 @@ private:
 class RequestChannel final : public ReplyChannel {
 public:
   RequestChannel(std::shared_ptr<Connection> connection, asio::any_io_executor strand, MemoryBudget& memory,
-                 std::size_t call_reserve)
-      : connection_(std::move(connection)), strand_(std::move(strand)), memory_(memory), call_reserve_(call_reserve) {}
+                 std::size_t call_reserve, std::shared_ptr<const json> claims)
+      : connection_(std::move(connection)), strand_(std::move(strand)), memory_(memory), call_reserve_(call_reserve),
+        claims_(std::move(claims)) {}
   ~RequestChannel() override {
     if (!sent_.exchange(true)) asio::post(strand_, [connection = connection_] { connection->deliver_nothing(); });
   }
@@ -354,12 +374,14 @@ public:
     reserved_ = std::move(*charge);
     return true;
   }
+  const json* caller_claims() const noexcept override { return claims_.get(); }
 
 private:
   std::shared_ptr<Connection> connection_;
   asio::any_io_executor strand_;
   MemoryBudget& memory_;
   const std::size_t call_reserve_;
+  const std::shared_ptr<const json> claims_;  // the request's OAuth token's; null for a static token
   MemoryBudget::Charge reserved_;  // the running call's, handed on with its answer
   std::atomic<bool> sent_{false};
 };
@@ -530,25 +552,23 @@ void Connection::on_header() {
     response.body() = method == http::verb::get ? body : "";
     return send(std::move(response));
   }
+  if (server_.oauth() != nullptr && target.rfind("/.well-known/oauth-protected-resource", 0) == 0 &&
+      (target == "/.well-known/oauth-protected-resource" ||
+       target == resource_metadata_path(server_.oauth()->settings().rules.resource))) {
+    // Unauthenticated: it is how a client learns where to get a token.
+    if (method != http::verb::get && method != http::verb::head) return refuse(http::status::method_not_allowed, "");
+    Response response(http::status::ok, request.version());
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::cache_control, "max-age=3600");
+    response.body() = method == http::verb::get ? resource_metadata(server_.oauth()->settings()).dump() : "";
+    return send(std::move(response));
+  }
   if (target != "/mcp") return refuse(http::status::not_found, "no such endpoint; MCP is served at /mcp");
   if (!origin_allowed(header(request, http::field::origin), server_.config().allowed_origins)) {
     log_event(server_.log(), LogLevel::warn, "rejected", "a request from an origin not in http.allowed_origins (403)");
     return refuse(http::status::forbidden, "this Origin is not allowed");
   }
-  if (!server_.config().clients.empty()) {
-    const auto authorization = header(request, http::field::authorization);
-    client_ = authorization ? authenticate(*authorization, server_.config().clients) : nullptr;
-    authenticated_ = authenticated_ || client_ != nullptr;
-    if (client_ == nullptr) {
-      log_event(server_.log(), LogLevel::warn, "rejected", "a request without a valid bearer token (401)");
-      Response response(http::status::unauthorized, request.version());
-      response.set(http::field::www_authenticate, authorization ? "Bearer realm=\"rawtool\", error=\"invalid_token\""
-                                                                : "Bearer realm=\"rawtool\"");
-      response.set(http::field::content_type, "application/json");
-      response.body() = error_body(ErrorCode::invalid_request, "a valid bearer token is required");
-      return send(std::move(response));
-    }
-  }
+  if (server_.authenticates() && !authorize(request)) return;
   if (const auto version = header(request, "MCP-Protocol-Version");
       version && negotiate_protocol_version(*version) != *version) {
     return refuse(http::status::bad_request, "unsupported MCP-Protocol-Version");
@@ -592,6 +612,77 @@ void Connection::on_header() {
     if (error) return;
     self->on_body();
   });
+}
+
+// Sets client_ from the request's bearer token, a static one or an OAuth
+// one; false when the request was answered instead (401, 403, 503) or waits
+// for a newer key set (on_header runs again once it is fetched).
+bool Connection::authorize(const http::request<http::string_body>& request) {
+  const auto authorization = header(request, http::field::authorization);
+  client_ = authorization ? authenticate(*authorization, server_.config().clients) : nullptr;
+  claims_.reset();
+  std::optional<OAuthGate::Outcome> outcome;
+  OAuthGate* oauth = server_.oauth();
+  if (client_ == nullptr && oauth != nullptr && authorization) {
+    if (const auto token = bearer_token(*authorization)) {
+      const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+      outcome = oauth->check(*token, now);
+      if (outcome->kind == OAuthGate::Outcome::Kind::unknown_key && !keys_refreshed_) {
+        // Perhaps signed by a key the issuer rotated in: fetch the set again
+        // (at most once per interval) and check this request once more.
+        keys_refreshed_ = true;
+        oauth->refresh([self = shared_from_this()] {
+          asio::post(self->stream_.get_executor(), [self] { self->on_header(); });
+        });
+        return false;
+      }
+      if (outcome->kind == OAuthGate::Outcome::Kind::accepted) {
+        client_ = outcome->client;
+        claims_ = outcome->claims;
+      }
+    }
+  }
+  keys_refreshed_ = false;
+  authenticated_ = authenticated_ || client_ != nullptr;
+  if (client_ != nullptr) return true;
+
+  std::string challenge = "Bearer realm=\"rawtool\"";
+  if (oauth != nullptr) {
+    challenge += ", resource_metadata=\"" + resource_metadata_url(oauth->settings().rules.resource) + "\"";
+  }
+  using Kind = OAuthGate::Outcome::Kind;
+  if (outcome && outcome->kind == Kind::insufficient_scope) {
+    log_event(server_.log(), LogLevel::warn, "rejected", "an OAuth token without a scope it needs (403)");
+    Response response(http::status::forbidden, request.version());
+    response.set(http::field::www_authenticate, challenge + ", error=\"insufficient_scope\", scope=\"" + outcome->scope + "\"");
+    response.set(http::field::content_type, "application/json");
+    response.body() = error_body(ErrorCode::invalid_request, "the token lacks a scope this server needs: " + outcome->scope);
+    send(std::move(response));
+    return false;
+  }
+  if (outcome && outcome->kind == Kind::busy) {
+    log_event(server_.log(), LogLevel::error, "rejected",
+              "an OAuth token of one identity more than the server remembers (503); restart to forget them");
+    Response response(http::status::service_unavailable, request.version());
+    response.set(http::field::content_type, "application/json");
+    response.body() = error_body(ErrorCode::server_busy, "the server serves as many identities as it can");
+    send(std::move(response));
+    return false;
+  }
+  std::string why = "a request without a valid bearer token (401)";
+  if (outcome) why = "a request with an OAuth token refused: " + std::string(describe(outcome->refusal)) + " (401)";
+  log_event(server_.log(), LogLevel::warn, "rejected", why);
+  Response response(http::status::unauthorized, request.version());
+  if (authorization) {
+    challenge += ", error=\"invalid_token\"";
+    if (outcome) challenge += ", error_description=\"" + std::string(describe(outcome->refusal)) + "\"";
+  }
+  response.set(http::field::www_authenticate, challenge);
+  response.set(http::field::content_type, "application/json");
+  response.body() = error_body(ErrorCode::invalid_request, "a valid bearer token is required");
+  send(std::move(response));
+  return false;
 }
 
 void Connection::on_body() {
@@ -657,7 +748,7 @@ void Connection::on_body() {
   if (!accepted_.json) event_stream = true;
   if (event_stream) start_event_stream();
   auto channel = std::make_shared<RequestChannel>(shared_from_this(), stream_.get_executor(), server_.memory(),
-                                                  server_.config().call_reserve_bytes);
+                                                  server_.config().call_reserve_bytes, claims_);
   auto handled = Dispatcher::Handled::answered;
   try {
     handled = session_->dispatcher->handle(message, channel);
@@ -849,6 +940,11 @@ void Connection::log_request(unsigned status, bool unanswered) {
   const OperatorLog& log = server_.log();
   if (!log.enabled(LogLevel::info)) return;
   json fields{{"token", client_ != nullptr ? json(client_->name) : json()}, {"method", rpc_method_}, {"status", status}};
+  if (client_ != nullptr && !client_->subject.empty()) {
+    // The identity provider's words, not rawtool's: quoted as untrusted.
+    fields["subject"] = render::to_log_json(Untrusted(client_->subject));
+    fields["client_id"] = render::to_log_json(Untrusted(client_->client_id));
+  }
   if (unanswered) fields["answered"] = false;
   log.write(LogLevel::info, "http", "request", fields);
 }
@@ -969,6 +1065,7 @@ void Server::start() {
   port_ = bound.port();
   serving_ = true;  // from here on, the stop has something to stop
   (void)readiness_.ready();  // the first check, so that /readyz has an answer soon
+  if (oauth_) oauth_->start();  // the key set, before the first request
 
   accept();
   keep_running_.emplace(asio::make_work_guard(io_));
@@ -977,7 +1074,8 @@ void Server::start() {
   if (log_.enabled(LogLevel::info)) {
     log_.write(LogLevel::info, "mcp", "serving",
                json{{"detail", "MCP over Streamable HTTP"}, {"url", "http://" + where + ":" + std::to_string(bound.port()) + "/mcp"},
-                    {"authentication", config_.clients.empty() ? "none" : "bearer tokens"}});
+                    {"authentication", oauth_ ? (config_.clients.empty() ? "oauth" : "bearer tokens and oauth")
+                                       : config_.clients.empty() ? "none" : "bearer tokens"}});
   }
 }
 

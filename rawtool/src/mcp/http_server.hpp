@@ -13,13 +13,17 @@
 //   GET /mcp      405 (no server-to-client stream yet)
 //   DELETE /mcp   ends the session named by Mcp-Session-Id
 //   GET /healthz  200, no authentication, no information
+//   GET /.well-known/oauth-protected-resource[/mcp]
+//                 with OAuth: the Protected Resource Metadata (RFC 9728)
 //
 // Every /mcp request is checked before its body is read: Origin (403),
-// bearer token (401 with WWW-Authenticate), Content-Length over
-// max_body_bytes (413, the connection closed unread).
+// bearer token, static or OAuth (401 with WWW-Authenticate; an OAuth token
+// short of a scope 403), Content-Length over max_body_bytes (413, the
+// connection closed unread).
 
 #include "mcp/backend.hpp"
 #include "mcp/http_access.hpp"
+#include "mcp/http_oauth.hpp"
 #include "mcp/protocol.hpp"
 
 #include <rawtool/log.hpp>
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +50,13 @@ struct HttpServerConfig {
   /// Where the server's figures go (requests by status, the memory budget,
   /// sessions and calls by token); none when null. Outlives the server.
   Metrics* metrics = nullptr;
-  /// The tokens; empty: no authentication, every session is shown `open`.
+  /// The tokens; empty (and no oauth): no authentication, every session is
+  /// shown `open`.
   std::vector<HttpClient> clients;
+  /// OAuth access tokens accepted beside `clients` (OAuthGate); none when unset.
+  std::optional<OAuthSettings> oauth;
+  /// What a session of an OAuth identity reaching these databases is shown.
+  std::function<ServerDescription(const std::vector<std::string>&)> describe;
   ServerDescription open;
   std::vector<std::string> allowed_origins;
   std::size_t max_body_bytes = 1024 * 1024;

@@ -16,7 +16,7 @@ SessionRegistry::SessionRegistry(Backend& backend, WorkerPool& pool, const HttpS
     : backend_(backend), pool_(pool), config_(config), log_(log), now_(std::move(now)) {}
 
 std::unique_ptr<Dispatcher> SessionRegistry::make_dispatcher(const HttpClient* client) const {
-  return std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? client->description : config_.open,
+  return std::make_unique<Dispatcher>(backend_, pool_, client != nullptr ? *client->description : config_.open,
                                       config_.max_reply_bytes, log_);
 }
 
@@ -180,6 +180,18 @@ std::vector<SessionRegistry::TokenLoad> SessionRegistry::load() {
   }
   for (const HttpClient& client : config_.clients) {
     loads.push_back({client.name, count(sessions_by_client_, &client), count(calls_by_client_, &client)});
+  }
+  if (config_.oauth) {
+    // OAuth identities together, under their common name: one figure per
+    // identity would grow with the identity provider's users.
+    TokenLoad oauth{"oauth", 0, 0};
+    const auto add = [&](const std::unordered_map<const HttpClient*, std::size_t>& counts, std::size_t& into) {
+      for (const auto& [client, n] : counts)
+        if (client != nullptr && !client->subject.empty()) into += n;
+    };
+    add(sessions_by_client_, oauth.sessions);
+    add(calls_by_client_, oauth.calls);
+    loads.push_back(oauth);
   }
   return loads;
 }

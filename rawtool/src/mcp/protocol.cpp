@@ -125,7 +125,31 @@ ToolCallOrProblem read_raw_sql(const json& arguments, const Label& tool, const s
   return ToolCall{std::move(call)};
 }
 
-ToolCallOrProblem read_tool_call(const json& params, const ServerDescription& server) {
+// Binds the query's claim-bound parameters from `claims`: an argument the
+// agent passed for one is refused, and so is a call whose token lacks the
+// claim (or carries it as anything but a string or a number).
+std::optional<ToolArgumentError> bind_claims(CertifiedQueryCall& call, const Label& tool, const ServerDescription& server,
+                                             const json* claims) {
+  const auto bound = server.claim_parameters.find(call.name);
+  if (bound == server.claim_parameters.end()) return std::nullopt;
+  for (const auto& [parameter, claim] : bound->second) {
+    const Label name = Label::checked(parameter);
+    if (call.params.contains(parameter)) {
+      return ToolArgumentError{tool, argument_error(name, ArgumentRule::unknown_parameter,
+                                                    Literal("is set from the caller's identity; leave it out"))};
+    }
+    const auto value = claims != nullptr ? claims->find(claim) : json::const_iterator{};
+    if (claims == nullptr || value == claims->end() || !(value->is_string() || value->is_number())) {
+      return ToolArgumentError{tool, argument_error(name, ArgumentRule::missing,
+                                                    Literal("is set from the caller's OAuth token, which does not carry "
+                                                            "the claim it needs; the query cannot run for this caller"))};
+    }
+    call.params[parameter] = *value;
+  }
+  return std::nullopt;
+}
+
+ToolCallOrProblem read_tool_call(const json& params, const ServerDescription& server, const json* claims) {
   const auto name = params.find("name");
   if (name == params.end()) return ParamsProblem{"params.name is required"};
   if (!name->is_string()) return ParamsProblem{"params.name must be a string"};
@@ -163,13 +187,16 @@ ToolCallOrProblem read_tool_call(const json& params, const ServerDescription& se
         return ToolArgumentError{self, argument_type_error(Label("params"), "an object of parameter values", *bound)};
       call.params = *bound;
     }
+    if (auto problem = bind_claims(call, self, server, claims)) return std::move(*problem);
     return ToolCall{std::move(call)};
   }
   for (const auto& [tool_name, query_name] : server.query_tools) {
     if (tool != tool_name) continue;
     // A per-query tool's arguments are the query's parameters; the Tool binds
     // and checks them, and names the parameter and the rule when one does not fit.
-    return ToolCall{CertifiedQueryCall{query_name, arguments}};
+    CertifiedQueryCall call{query_name, arguments};
+    if (auto problem = bind_claims(call, Label::checked(tool_name), server, claims)) return std::move(*problem);
+    return ToolCall{std::move(call)};
   }
   if (tool == "describe_catalog") {
     const Label self("describe_catalog");
@@ -223,7 +250,7 @@ std::optional<ParamsProblem> check_initialize(const json& params) {
 }
 
 Action handle_request(const json& id, const std::string& method, const json& params, Session& session,
-                      const ServerDescription& server) {
+                      const ServerDescription& server, const json* claims) {
   if (method == "ping") {
     if (auto problem = check_meta(params)) return send_error(id, ErrorCode::invalid_params, problem->message);
     return Send{result_response(id, json::object())};
@@ -249,7 +276,7 @@ Action handle_request(const json& id, const std::string& method, const json& par
     // One page holds every tool; any cursor is past the end of it.
     return Send{result_response(id, json{{"tools", server.tools}})};
   }
-  auto call = read_tool_call(params, server);
+  auto call = read_tool_call(params, server, claims);
   if (auto* problem = std::get_if<ParamsProblem>(&call)) {
     return send_error(id, ErrorCode::invalid_params, problem->message);
   }
@@ -362,7 +389,7 @@ Action handle_line(std::string_view line, Session& session, const ServerDescript
   return handle_message(std::get<json>(read), session, server);
 }
 
-Action handle_message(const json& message, Session& session, const ServerDescription& server) {
+Action handle_message(const json& message, Session& session, const ServerDescription& server, const json* claims) {
   if (message.is_array()) {
     return send_error(json(), ErrorCode::invalid_request, "batches are not supported: send one message at a time");
   }
@@ -398,7 +425,7 @@ Action handle_message(const json& message, Session& session, const ServerDescrip
     params = &*found;
   }
   if (!has_id) return handle_notification(method, *params, session);
-  return handle_request(id, method, *params, session, server);
+  return handle_request(id, method, *params, session, server, claims);
 }
 
 }  // namespace rawtool::mcp::detail

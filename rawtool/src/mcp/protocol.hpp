@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,6 +96,9 @@ struct ServerDescription {
   /// The names of the catalog's queries on those databases, which
   /// certified_query's `name` must be one of.
   std::vector<std::string> catalog_names;
+  /// Query name → its parameters bound from a claim of the caller's token,
+  /// as (parameter, claim): the agent may not pass them (ParameterSpec::from_claim).
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_parameters;
   /// certified_query is listed (certified_tools "single").
   bool certified_query_tool = true;
   /// Per-query certified tools: (tool name, query name).
@@ -144,7 +148,10 @@ std::variant<nlohmann::json, Send> read_message(std::string_view text, const Lin
 /// member) becomes a JSON-RPC error (without an id when none could be read)
 /// or, for a notification, Ignore. Updates `session` on initialize and
 /// notifications/initialized.
-Action handle_message(const nlohmann::json& message, Session& session, const ServerDescription& server);
+/// `claims`: the caller's validated token's claims, which parameters bound
+/// to a claim take their values from; nullptr when the caller has none.
+Action handle_message(const nlohmann::json& message, Session& session, const ServerDescription& server,
+                      const nlohmann::json* claims = nullptr);
 
 /// read_message, then handle_message: one line (without its LF) in, one
 /// action out.

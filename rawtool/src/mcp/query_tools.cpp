@@ -82,6 +82,7 @@ std::vector<ToolSettings::QueryTool> query_tools(const Tool& tool, const std::ve
     json properties = json::object();
     json required = json::array();
     for (const ParameterSpec& spec : query.parameters) {
+      if (spec.from_claim) continue;  // bound from the caller's token, not the agent's to pass
       properties[spec.name] = parameter_schema(spec);
       if (spec.required) required.push_back(spec.name);
       if (spec.description)

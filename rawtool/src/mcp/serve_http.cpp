@@ -9,6 +9,8 @@
 
 #include <rawtool/log.hpp>
 
+#include <chrono>
+#include <stdexcept>
 #include <string>
 
 namespace rawtool::mcp {
@@ -26,12 +28,31 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen,
   if (!loopback) throw ConfigError("http", "the listen host must be an IP address or localhost");
   server.listen = *address;
   if (server.listen.host == "localhost") server.listen.host = "127.0.0.1";
-  if (!*loopback && config.http.tokens.empty() && !config.http.allow_unauthenticated) {
+  if (!*loopback && config.http.tokens.empty() && !config.http.oauth && !config.http.allow_unauthenticated) {
     throw ConfigError("http.tokens", "none are configured, and the address is not loopback: anyone who reaches it "
-                                     "could run statements; configure tokens, or set http.allow_unauthenticated");
+                                     "could run statements; configure tokens or http.oauth, or set "
+                                     "http.allow_unauthenticated");
+  }
+  if (const auto& oauth = config.http.oauth) {
+    detail::OAuthSettings settings;
+    settings.rules = {oauth->issuer, config.http.resource, std::chrono::seconds(oauth->leeway_seconds)};
+    settings.jwks_url = oauth->jwks_url;
+    if (oauth->jwks_file) settings.jwks_file = *oauth->jwks_file;
+    for (const OAuthScope& scope : oauth->scopes) settings.scopes.emplace_back(scope.scope, scope.databases);
+    settings.required_scopes = oauth->required_scopes;
+    settings.refetch_interval = std::chrono::seconds(oauth->jwks_min_refetch_seconds);
+    for (const DatabaseConfig& database : config.databases) settings.databases.push_back(database.label);
+    server.oauth = std::move(settings);
+    server.describe = [&tool](const std::vector<std::string>& databases) {
+      return detail::describe_server(tool, databases);
+    };
   }
   for (const HttpToken& token : config.http.tokens) {
-    server.clients.push_back({token.name, token.sha256, detail::describe_server(tool, token.databases)});
+    detail::HttpClient client;
+    client.name = token.name;
+    client.sha256 = token.sha256;
+    client.description = std::make_shared<const detail::ServerDescription>(detail::describe_server(tool, token.databases));
+    server.clients.push_back(std::move(client));
   }
   server.open = detail::describe_server(tool);
   server.allowed_origins = config.http.allowed_origins;
@@ -83,6 +104,24 @@ void warn_of_shared_roles(Tool& tool) {
 }
 
 }  // namespace
+
+std::string check_oauth_keys(const Config& config) {
+  const auto& oauth = config.http.oauth;
+  if (!oauth) throw std::logic_error("check_oauth_keys: no http.oauth");
+  detail::OAuthSettings settings;
+  settings.jwks_url = oauth->jwks_url;
+  if (oauth->jwks_file) settings.jwks_file = *oauth->jwks_file;
+  const std::string source = settings.jwks_url.empty() ? settings.jwks_file.string() : settings.jwks_url;
+  detail::KeySet keys;
+  try {
+    keys = detail::parse_key_set(detail::read_key_set(settings));
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(source + ": " + error.what());
+  }
+  if (keys.keys.empty()) throw std::runtime_error(source + ": the key set holds no RS256 or ES256 signing key");
+  return std::to_string(keys.keys.size()) + (keys.keys.size() == 1 ? " signing key" : " signing keys") + " usable, " +
+         std::to_string(keys.ignored) + " ignored";
+}
 
 /// Declared in the order of start: the server, which uses the others, is
 /// destroyed (stopped and waited for) first.

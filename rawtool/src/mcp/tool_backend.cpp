@@ -152,8 +152,12 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
   description.database_labels = raw.raw_sql;
   description.write_database_labels = raw.raw_sql_write;
   for (const auto& database : settings.databases) description.all_database_labels.push_back(database.label);
-  for (const ResolvedQuery& query : tool.resolved_queries())
-    if (reaches(databases, query.database->label)) description.catalog_names.push_back(query.query->name);
+  for (const ResolvedQuery& query : tool.resolved_queries()) {
+    if (!reaches(databases, query.database->label)) continue;
+    description.catalog_names.push_back(query.query->name);
+    for (const ParameterSpec& spec : query.query->parameters)
+      if (spec.from_claim) description.claim_parameters[query.query->name].emplace_back(spec.name, *spec.from_claim);
+  }
   description.certified_query_tool = !settings.per_query;
   for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
   description.render = tool.config().render;
