@@ -98,41 +98,37 @@ std::optional<std::string> base64url_decode(std::string_view text) {
 
 namespace {
 
-struct ParamBuildFree {
-  void operator()(OSSL_PARAM_BLD* p) const { OSSL_PARAM_BLD_free(p); }
+// An owner of an OpenSSL object, freed by its library's function.
+template <class T, auto release>
+struct Deleter {
+  void operator()(T* p) const { release(p); }
 };
-struct ParamFree {
-  void operator()(OSSL_PARAM* p) const { OSSL_PARAM_free(p); }
-};
-struct BnFree {
-  void operator()(BIGNUM* b) const { BN_free(b); }
-};
-struct KeyContextFree {
-  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
-};
-struct DigestContextFree {
-  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-};
-struct EcdsaSigFree {
-  void operator()(ECDSA_SIG* s) const { ECDSA_SIG_free(s); }
-};
+template <class T, auto release>
+using Owned = std::unique_ptr<T, Deleter<T, release>>;
 
-std::unique_ptr<BIGNUM, BnFree> to_bignum(std::string_view bytes) {
-  return std::unique_ptr<BIGNUM, BnFree>(
+using ParamBuild = Owned<OSSL_PARAM_BLD, OSSL_PARAM_BLD_free>;
+using Params = Owned<OSSL_PARAM, OSSL_PARAM_free>;
+using Bignum = Owned<BIGNUM, BN_free>;
+using KeyContext = Owned<EVP_PKEY_CTX, EVP_PKEY_CTX_free>;
+using DigestContext = Owned<EVP_MD_CTX, EVP_MD_CTX_free>;
+using EcdsaSig = Owned<ECDSA_SIG, ECDSA_SIG_free>;
+
+Bignum to_bignum(std::string_view bytes) {
+  return Bignum(
       BN_bin2bn(reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()), nullptr));
 }
 
 // A public key made from OpenSSL parameters, or nullptr.
 std::shared_ptr<void> key_from(const char* type, OSSL_PARAM_BLD* build) {
-  const std::unique_ptr<OSSL_PARAM, ParamFree> params(OSSL_PARAM_BLD_to_param(build));
-  const std::unique_ptr<EVP_PKEY_CTX, KeyContextFree> context(EVP_PKEY_CTX_new_from_name(nullptr, type, nullptr));
+  const Params params(OSSL_PARAM_BLD_to_param(build));
+  const KeyContext context(EVP_PKEY_CTX_new_from_name(nullptr, type, nullptr));
   if (!params || !context || EVP_PKEY_fromdata_init(context.get()) != 1) return nullptr;
   EVP_PKEY* key = nullptr;
   if (EVP_PKEY_fromdata(context.get(), &key, EVP_PKEY_PUBLIC_KEY, params.get()) != 1) return nullptr;
   std::shared_ptr<void> owned(key, [](void* k) { EVP_PKEY_free(static_cast<EVP_PKEY*>(k)); });
   // A point off the curve (or a malformed RSA key) is refused here rather
   // than at the first signature.
-  const std::unique_ptr<EVP_PKEY_CTX, KeyContextFree> check(EVP_PKEY_CTX_new_from_pkey(nullptr, key, nullptr));
+  const KeyContext check(EVP_PKEY_CTX_new_from_pkey(nullptr, key, nullptr));
   if (!check || EVP_PKEY_public_check(check.get()) != 1) return nullptr;
   return owned;
 }
@@ -146,7 +142,7 @@ std::optional<PublicKey> PublicKey::rsa(std::string_view n, std::string_view e) 
   const auto bn_n = to_bignum(*modulus);
   const auto bn_e = to_bignum(*exponent);
   if (!bn_n || !bn_e || BN_num_bits(bn_n.get()) < 2048) return std::nullopt;
-  const std::unique_ptr<OSSL_PARAM_BLD, ParamBuildFree> build(OSSL_PARAM_BLD_new());
+  const ParamBuild build(OSSL_PARAM_BLD_new());
   if (!build || OSSL_PARAM_BLD_push_BN(build.get(), OSSL_PKEY_PARAM_RSA_N, bn_n.get()) != 1 ||
       OSSL_PARAM_BLD_push_BN(build.get(), OSSL_PKEY_PARAM_RSA_E, bn_e.get()) != 1)
     return std::nullopt;
@@ -161,7 +157,7 @@ std::optional<PublicKey> PublicKey::ec_p256(std::string_view x, std::string_view
   if (!bx || !by || bx->size() != 32 || by->size() != 32) return std::nullopt;
   std::string point = "\x04" + *bx + *by;  // uncompressed SEC 1 point
   static char group[] = "prime256v1";
-  const std::unique_ptr<OSSL_PARAM_BLD, ParamBuildFree> build(OSSL_PARAM_BLD_new());
+  const ParamBuild build(OSSL_PARAM_BLD_new());
   if (!build || OSSL_PARAM_BLD_push_utf8_string(build.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, 0) != 1 ||
       OSSL_PARAM_BLD_push_octet_string(build.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()) != 1)
     return std::nullopt;
@@ -175,7 +171,7 @@ bool PublicKey::verifies(std::string_view data, std::string_view signature) cons
   if (kind_ == Kind::ec_p256) {
     // JWS carries R || S, 32 bytes each; OpenSSL verifies the DER form.
     if (signature.size() != 64) return false;
-    std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(ECDSA_SIG_new());
+    EcdsaSig sig(ECDSA_SIG_new());
     auto r = to_bignum(signature.substr(0, 32));
     auto s = to_bignum(signature.substr(32));
     if (!sig || !r || !s || ECDSA_SIG_set0(sig.get(), r.get(), s.get()) != 1) return false;
@@ -188,7 +184,7 @@ bool PublicKey::verifies(std::string_view data, std::string_view signature) cons
     OPENSSL_free(out);
     signature = der;
   }
-  const std::unique_ptr<EVP_MD_CTX, DigestContextFree> context(EVP_MD_CTX_new());
+  const DigestContext context(EVP_MD_CTX_new());
   auto* key = static_cast<EVP_PKEY*>(key_.get());
   if (!context || EVP_DigestVerifyInit(context.get(), nullptr, EVP_sha256(), nullptr, key) != 1) return false;
   return EVP_DigestVerify(context.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
