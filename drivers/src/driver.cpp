@@ -21,8 +21,9 @@ std::string_view access_mode_name(AccessMode mode) noexcept {
 
 std::optional<Refusal> statement_size_refusal(std::string_view sql, const Limits& limits) {
   if (sql.size() <= limits.max_statement_bytes) return std::nullopt;
-  return Refusal{RefusalReason::limit, Trusted::format("The statement is {} bytes; the limit is {} bytes.", sql.size(),
-                                                       limits.max_statement_bytes)};
+  return Refusal{RefusalReason::limit,
+                 Trusted::format("The statement is {} bytes, over max_statement_bytes={} (limits.max_statement_bytes).",
+                                 sql.size(), limits.max_statement_bytes)};
 }
 
 std::string_view hazard_kind_name(HazardKind kind) noexcept {

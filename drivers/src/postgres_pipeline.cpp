@@ -603,7 +603,10 @@ Outcome PostgresDriver::finish(Call& call, Outcome outcome, bool read_only) {
     disconnect();
     return refuse(cancelled ? RefusalReason::cancelled : RefusalReason::timeout,
                   Trusted::format("The statement {} and did not stop when the server was asked to cancel it; {}",
-                                  cancelled ? Literal("was cancelled") : Literal("ran past its time limit"),
+                                  cancelled ? Trusted(Literal("was cancelled"))
+                                            : Trusted::format("ran past its time limit, statement_timeout_ms={} "
+                                                              "(limits.statement_timeout_ms),",
+                                                              call.limits.statement_timeout.count()),
                                   ended ? Literal("rawtool ended its server session.")
                                         : Literal("rawtool closed its connection but could not confirm that the server "
                                                   "ended the session.")));

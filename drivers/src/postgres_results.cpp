@@ -189,7 +189,10 @@ Outcome PostgresDriver::error_outcome(Call& call, const PGresult* result) {
   }
   if (sqlstate_is(result, "57014") &&
       (call.stop == Stop::deadline_cancel || Clock::now() - call.started >= call.limits.statement_timeout)) {
-    return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+    return refuse(RefusalReason::timeout,
+                  Trusted::format("The statement ran past its time limit, statement_timeout_ms={} "
+                                  "(limits.statement_timeout_ms), and was stopped.",
+                                  call.limits.statement_timeout.count()));
   }
   std::uint64_t fields_bytes = 0;
   Failure failure = failure_of(result, call.limits, call.rows_seen, fields_bytes);

@@ -341,6 +341,7 @@ private:
 
   void begin_call(const Limits& limits) {
     deadline_ = Clock::now() + limits.statement_timeout;
+    timeout_ms_ = limits.statement_timeout.count();
     timed_out_ = false;
     reopen_after_call_ = false;
     std::lock_guard lock(db_mutex_);
@@ -660,11 +661,15 @@ private:
   /// tool's words; anything else is the database's Failure.
   Outcome stopped(int code) const {
     if (cancel_requested_.load()) return refuse(RefusalReason::cancelled, "The statement was cancelled.");
-    if (timed_out_) return refuse(RefusalReason::timeout, "The statement ran past its time limit and was stopped.");
+    if (timed_out_)
+      return refuse(RefusalReason::timeout,
+                    Trusted::format("The statement ran past its time limit, statement_timeout_ms={} "
+                                    "(limits.statement_timeout_ms), and was stopped.",
+                                    timeout_ms_));
     if ((code & 0xff) == SQLITE_TOOBIG) {
       return refuse(RefusalReason::limit,
                     Trusted::format("The statement made or read a value or a row longer than the length limit of {} "
-                                "bytes (the larger of max_bytes and 32 MiB), and was stopped.",
+                                "bytes (the larger of limits.max_bytes and 32 MiB), and was stopped.",
                                 length_limit_));
     }
     if ((code & 0xff) == SQLITE_NOMEM) {
@@ -789,6 +794,7 @@ private:
   std::atomic<bool> cancel_requested_{false};
   Clock::time_point deadline_ = Clock::time_point::max();
   bool timed_out_ = false;
+  std::int64_t timeout_ms_ = 0;  ///< the call's statement_timeout_ms, for the refusal that names it
   bool read_only_ = true;
   std::uint64_t length_limit_ = 0;   ///< the length limit in force for this call
   bool reopen_after_call_ = false;   ///< the statement wrote or changed a setting: the connection is closed after it

@@ -213,7 +213,7 @@ TEST_CASE("a raw refusal says why in the tool's words", "[tool][sqlite][raw]") {
   CHECK(long_statement.structured()["reason"] == "limit");
   CHECK(long_statement.structured()["raw_provenance"]["database"] == "main");
   // Both sizes, so the agent knows how much to cut.
-  CHECK(contains(long_statement.text(), "The statement is 309 bytes; the limit is 200 bytes."));
+  CHECK(contains(long_statement.text(), "The statement is 309 bytes, over max_statement_bytes=200 (limits.max_statement_bytes)."));
 
   rawtool::CallOptions elsewhere;
   elsewhere.database = "nowhere";
