@@ -135,9 +135,9 @@ Rendered refuse(const Failure& f, const Provenance& provenance, const RenderOpti
   t += rows_before_failure_field(f);
   t += '\n';
   t += contract::own_prefix;
-  t += f.withheld ? "none of the reply's text is shown, shortened or cleaned up; the server log holds the start of each field "
+  t += f.withheld ? "none of the reply's text is shown, shortened or cleaned up; the operator log holds the start of each field "
                     "and the digest of all of it under withheld_sha256.\n"
-                  : "none of the reply's text is shown, shortened or cleaned up; the server log holds it under withheld_sha256.\n";
+                  : "none of the reply's text is shown, shortened or cleaned up; the operator log holds it under withheld_sha256.\n";
 
   nlohmann::json& s = r.structured;
   s = {
@@ -223,7 +223,7 @@ Rendered render_failure(const Failure& f, const Provenance& provenance, const Re
                        "fields come first.\n",
                        contract::own_prefix, not_shown, not_shown == 1 ? "" : "s", not_shown == 1 ? "it" : "them", options.budget);
     h += contract::own_prefix;
-    h += contract::failure_boundary;
+    h += options.brief ? contract::failure_boundary_brief : contract::failure_boundary;
     h += '\n';
     h += contract::begin_marker(contract::database_reply_block, nonce);
     return h;

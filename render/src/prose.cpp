@@ -23,6 +23,12 @@ std::string append_prose_block(std::string& out, std::string_view label, const U
     out += fmt::format("{}{}: omitted by configuration (catalog_prose=omitted)\n", contract::own_prefix, label);
     return {};
   }
+  if (options.brief) {  // under the one notice its listing gives (describe_catalog's first line)
+    out += label_line;
+    out += '\n';
+    quote_lines(out, UntrustedAccess::bytes(prose), contract::quote_prefix, options.ascii_only);
+    return {};
+  }
   std::string nonce = fresh_nonce();
   const std::string block = contract::catalog_prose_block_for(label);
   out += contract::begin_marker(block, nonce);

@@ -179,7 +179,7 @@ void append_notices_section(std::string& t, const Rows& rows, const std::string&
                      rows.notices_withheld == 1 ? "" : "s", rows.notices_withheld == 1 ? "was" : "were", rows.notices_withheld == 1 ? "it" : "they");
   if (rows.notices.empty()) return;
   t += fmt::format("{}the statement also raised {} notice{} while it ran. {}\n", contract::own_prefix, rows.notices.size(),
-                   rows.notices.size() == 1 ? "" : "s", contract::notices_boundary);
+                   rows.notices.size() == 1 ? "" : "s", options.brief ? contract::notices_boundary_brief : contract::notices_boundary);
   t += contract::begin_marker(contract::notices_block, nonce);
   detail::append_notices(t, rows.notices, options);
   t += contract::end_marker(contract::notices_block, nonce);
@@ -193,13 +193,17 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
   std::string& t = r.text;
   t.reserve(static_cast<std::size_t>(rows.bytes) * 2 + 64 * rows.rows.size() + detail::notice_bytes(rows.notices) * 2 + 1024);
 
-  t += fmt::format("{}result: {} row{}, {} column{}; engine={}; path={}", contract::own_prefix, rows.rows.size(), rows.rows.size() == 1 ? "" : "s",
-                   rows.columns.size(), rows.columns.size() == 1 ? "" : "s", engine_name(provenance.engine), detail::path_text(provenance));
+  if (options.brief)
+    t += fmt::format("{}{} row{} from {}, {}", contract::own_prefix, rows.rows.size(), rows.rows.size() == 1 ? "" : "s",
+                     provenance.database_label.str(), detail::path_text(provenance));
+  else
+    t += fmt::format("{}result: {} row{}, {} column{}; engine={}; path={}", contract::own_prefix, rows.rows.size(), rows.rows.size() == 1 ? "" : "s",
+                     rows.columns.size(), rows.columns.size() == 1 ? "" : "s", engine_name(provenance.engine), detail::path_text(provenance));
   if (rows.rows_affected) t += fmt::format("; rows_affected={}", *rows.rows_affected);
   if (!rows.notices.empty()) t += fmt::format("; notices={}", rows.notices.size());
   if (rows.notices_withheld != 0) t += fmt::format("; notices_withheld={}", rows.notices_withheld);
-  t += ". ";
-  t += contract::rows_boundary;
+  t += options.brief ? "; " : ". ";
+  t += options.brief ? contract::rows_boundary_brief : contract::rows_boundary;
   t += '\n';
 
   if (options.rows_layout == RowsLayout::table) {
@@ -244,9 +248,14 @@ Rendered render_rows(const Rows& rows, const Provenance& provenance, const Rende
   }
   if (rows.truncation != Truncation::none) t += detail::left_out_text(rows);
   append_notices_section(t, rows, nonce, options);
-  t += fmt::format("{}{}; path={}; engine={}; database={}; rows={}; complete={}; truncation={}; elapsed_ms={}\n", contract::rows_trailer_prefix, nonce,
-                   detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), rows.rows.size(),
-                   rows.truncation == Truncation::none ? "yes" : "no", truncation_name(rows.truncation), detail::elapsed_ms_text(provenance));
+  if (options.brief)  // the first line said the rest; an incomplete result has said what it left out
+    t += fmt::format("{}{}; {}, {} ms\n", contract::rows_trailer_prefix, nonce,
+                     rows.truncation == Truncation::none ? "complete" : fmt::format("incomplete: truncation={}", truncation_name(rows.truncation)),
+                     detail::elapsed_ms_text(provenance));
+  else
+    t += fmt::format("{}{}; path={}; engine={}; database={}; rows={}; complete={}; truncation={}; elapsed_ms={}\n", contract::rows_trailer_prefix, nonce,
+                     detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), rows.rows.size(),
+                     rows.truncation == Truncation::none ? "yes" : "no", truncation_name(rows.truncation), detail::elapsed_ms_text(provenance));
 
   if (auto problem = detail::self_check(t, {{nonce, rows.notices.empty() ? 1U : 3U}}); !problem.empty())
     return render_refusal(Refusal{RefusalReason::self_check_failed,

@@ -37,7 +37,7 @@ void append_section(std::string& t, const SchemaSection& section, const RenderOp
   bool any_prose = false;
   for (const auto& column : section.columns) {
     if (!column.prose) continue;
-    t += any_prose ? ", " : "; then, where present, quoted under a label: ";
+    t += any_prose ? ", " : options.brief ? "; quoted: " : "; then, where present, quoted under a label: ";
     any_prose = true;
     t += column.name.view();
   }
@@ -95,7 +95,14 @@ Rendered render_schema(const SchemaReply& reply, const Provenance& provenance, c
   const std::string nonce = detail::fresh_nonce();
   detail::Draft r;
   std::string& t = r.text;
-  if (table_scope) {
+  if (options.brief && table_scope) {
+    t += fmt::format("{}schema: one table of {} ({}){}; ", contract::own_prefix, provenance.database_label.str(), engine_name(provenance.engine),
+                     found ? "" : ": no table, view or other relation that this role can use has that name (rule=not_found)");
+  } else if (options.brief) {
+    t += fmt::format("{}schema: {} ({}); {} object{} from offset {}; {}; ", contract::own_prefix, provenance.database_label.str(),
+                     engine_name(provenance.engine), returned, returned == 1 ? "" : "s", reply.offset,
+                     paged ? fmt::format("more: call again with offset {}", next_offset) : std::string("no more"));
+  } else if (table_scope) {
     t += fmt::format("{}schema: one table of database {} ({}); {}. ", contract::own_prefix, provenance.database_label.str(), engine_name(provenance.engine),
                      found ? "its columns, keys, constraints and indexes" : "table: no table, view or other relation that this role can use has that name (rule=not_found)");
   } else {
@@ -103,14 +110,18 @@ Rendered render_schema(const SchemaReply& reply, const Provenance& provenance, c
                      engine_name(provenance.engine), returned, returned == 1 ? "" : "s", reply.offset, reply.page_size,
                      paged ? fmt::format("more may follow: call again with offset {}", next_offset) : std::string("nothing more to page through"));
   }
-  t += contract::schema_boundary;
+  t += options.brief ? contract::schema_boundary_brief : contract::schema_boundary;
   t += '\n';
   t += contract::begin_marker(contract::schema_block, nonce);
   for (const auto& section : reply.sections) append_section(t, section, options);
   t += contract::end_marker(contract::schema_block, nonce);
-  t += fmt::format("{}{}; path={}; engine={}; database={}; objects={}; complete={}; next_offset={}; elapsed_ms={}\n", contract::schema_trailer_prefix, nonce,
-                   detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), table_scope ? (found ? 1U : 0U) : returned,
-                   complete ? "yes" : "no", paged ? std::to_string(next_offset) : std::string("none"), detail::elapsed_ms_text(provenance));
+  if (options.brief)  // the first line said the rest
+    t += fmt::format("{}{}; complete={}; elapsed_ms={}\n", contract::schema_trailer_prefix, nonce, complete ? "yes" : "no",
+                     detail::elapsed_ms_text(provenance));
+  else
+    t += fmt::format("{}{}; path={}; engine={}; database={}; objects={}; complete={}; next_offset={}; elapsed_ms={}\n", contract::schema_trailer_prefix, nonce,
+                     detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), table_scope ? (found ? 1U : 0U) : returned,
+                     complete ? "yes" : "no", paged ? std::to_string(next_offset) : std::string("none"), detail::elapsed_ms_text(provenance));
 
   if (auto problem = detail::self_check(t, {{nonce, 3U}}); !problem.empty())
     return render_refusal(Refusal{RefusalReason::self_check_failed,

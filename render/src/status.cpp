@@ -75,7 +75,7 @@ detail::Draft status_draft(Status status, const Provenance& provenance, std::str
   const std::string_view own = contract::own_prefix;
   r.text = fmt::format(
       "{}certified query failed; status={}; query={}; reference={}\n"
-      "{}{}. The certified path shows no database text; an operator can find the details in the server log under the reference.\n"
+      "{}{}. The certified path shows no database text; an operator can find the details in the operator log under the reference.\n"
       "{}end of reply; path={}; engine={}; database={}; elapsed_ms={}\n",
       own, status_name(status), provenance.certified_name.str(), log_reference, own, explanation(status), own,
       detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), detail::elapsed_ms_text(provenance));

@@ -37,6 +37,7 @@ inline detail::ServerDescription description_with(std::vector<std::string> label
   settings.raw_path_enabled = raw_path;
   for (const auto& label : labels) settings.databases.push_back({label, "sqlite", false});
   if (!labels.empty()) settings.database_label = labels.front();
+  settings.catalog_names = {"q"};
   detail::ServerDescription description;
   description.version = "test";
   description.tools = detail::describe_tools(settings);

@@ -164,6 +164,8 @@ TEST_CASE("a configuration error names the field it is about", "[config]") {
       {"{" + one_db + R"(, "catalog": 3})", "catalog"},
       {"{" + one_db + R"(, "catalog": ""})", "catalog"},
       {"{" + one_db + R"(, "catalog_prose": "hidden"})", "catalog_prose"},
+      {"{" + one_db + R"(, "structured_content": "none"})", "structured_content"},
+      {"{" + one_db + R"(, "structured_content": false})", "structured_content"},
       {"{" + one_db + R"(, "render": {"ascii_only": 1}})", "render.ascii_only"},
       {"{" + one_db + R"(, "render": {"budget_bytes": 10}})", "render.budget_bytes"},
       {"{" + one_db + R"(, "render": {"show_statement": null}})", "render.show_statement"},
@@ -229,6 +231,7 @@ TEST_CASE("every key left out takes its documented default", "[config]") {
   CHECK(c.render.budget == 16 * 1024);
   CHECK(c.render.show_statement);
   CHECK(c.max_concurrent_calls == 4);
+  CHECK(c.structured_content);
   // No log destination: the program that opens the Tool chooses.
   CHECK_FALSE(c.log.destination.has_value());
   CHECK(c.log.path.empty());
@@ -251,6 +254,7 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
     "catalog_prose": "omitted",
     "render": {"ascii_only": true, "budget_bytes": 4096, "show_statement": false},
     "max_concurrent_calls": 9,
+    "structured_content": "text",
     "log": {"destination": "file", "path": "logs/rawtool.log", "level": "debug"}
   })",
                                    "/etc/rawtool");
@@ -280,6 +284,7 @@ TEST_CASE("every key set in the file reaches the configuration", "[config]") {
   CHECK(c.render.budget == 4096);
   CHECK_FALSE(c.render.show_statement);
   CHECK(c.max_concurrent_calls == 9);
+  CHECK_FALSE(c.structured_content);
   CHECK(c.log.destination == rawtool::LogDestination::file);
   CHECK(c.log.path == "/etc/rawtool/logs/rawtool.log");
   CHECK(c.log.level == rawtool::LogLevel::debug);

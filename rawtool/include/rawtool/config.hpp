@@ -124,6 +124,10 @@ struct DatabaseConfig {
 ///                         the query, its inputSchema made from the query's
 ///                         parameters. A query named as one of rawtool's own
 ///                         tools is then a configuration error.
+///   structured_content    "both" (default): MCP replies carry structuredContent
+///                         beside their text and tools declare outputSchema;
+///                         "text": the text alone, for hosts that show the
+///                         model both and so pay for every reply twice.
 ///   log                   object:
 ///     destination         "file", "syslog" or "stderr". Default: not set, the
 ///                         program decides (see LogConfig::destination).
@@ -270,6 +274,8 @@ struct Config {
   /// How the MCP server offers the catalog.
   enum class CertifiedTools { single, per_query };
   CertifiedTools certified_tools = CertifiedTools::single;
+  /// structured_content "both" (true) or "text" (false).
+  bool structured_content = true;
   /// The operator log.
   LogConfig log;
   /// The MCP server's HTTP transport.

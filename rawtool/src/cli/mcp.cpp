@@ -101,7 +101,11 @@ int run_mcp(Arguments argv) {
   if (!args.positionals().empty()) {
     throw UsageError("mcp takes no arguments");
   }
-  auto tool = open_tool(args, LogDefault::standard_error);
+  CommandConfig command = config_from(args, LogDefault::standard_error);
+  // An agent pays for every word of a reply: brief frames, the long form of
+  // the boundary said once in the server's instructions.
+  command.config.render.brief = true;
+  auto tool = open_configured(std::move(command));
   const auto metrics_flag = args.value("--metrics");
   const std::string metrics_listen = metrics_flag.value_or(tool->config().metrics.listen);
   if (metrics_flag && !mcp::MetricsServer::valid_address(*metrics_flag)) {

@@ -704,7 +704,8 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
   }
   detail::require_object(root, "configuration");
   detail::reject_unknown_keys(
-      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "certified_tools", "log", "http", "metrics"}, "");
+      root, {"databases", "raw_path", "catalog", "catalog_prose", "render", "max_concurrent_calls", "certified_tools", "structured_content", "log", "http", "metrics"},
+      "");
 
   Config config;
   if (auto it = root.find("databases"); it != root.end()) {
@@ -736,6 +737,11 @@ Config parse_config(std::string_view json_text, const std::filesystem::path& bas
     }
   }
   if (auto it = root.find("render"); it != root.end()) parse_render(*it, config.render);
+  if (auto it = root.find("structured_content"); it != root.end()) {
+    const std::string s = detail::read_string(*it, "structured_content");
+    if (s != "both" && s != "text") fail("structured_content", "must be \"both\" or \"text\"");
+    config.structured_content = s == "both";
+  }
   if (auto it = root.find("certified_tools"); it != root.end()) {
     const std::string s = detail::read_string(*it, "certified_tools");
     if (s == "single") {

@@ -237,11 +237,11 @@ std::string Dispatcher::answer(Call& call, const ProgressSink& progress) {
   try {
     CallReply reply = backend_.run(call.call, *call.control, progress);
     std::string line = render::dump(
-        result_response(call.id, call_result(reply.text(), reply.structured(), reply.is_error())));
+        result_response(call.id, call_result(reply.text(), reply.structured(), reply.is_error(), description_.structured_content)));
     if (line.size() > max_reply_bytes_) {
       CallReply stand_in = backend_.too_large(call.call, line.size());
       line = render::dump(
-          result_response(call.id, call_result(stand_in.text(), stand_in.structured(), true)));
+          result_response(call.id, call_result(stand_in.text(), stand_in.structured(), true, description_.structured_content)));
     }
     return line;
   } catch (...) {

@@ -282,7 +282,7 @@ Action handle_request(const json& id, const std::string& method, const json& par
   }
   if (auto* problem = std::get_if<ToolArgumentError>(&call)) {
     auto rendered = render::render_argument_error(problem->tool, problem->error, server.render);
-    return Send{result_response(id, call_result(rendered.text(), rendered.structured(), true))};
+    return Send{result_response(id, call_result(rendered.text(), rendered.structured(), true, server.structured_content))};
   }
   json token;
   if (const auto meta = params.find("_meta"); meta != params.end()) token = meta->value("progressToken", json());

@@ -105,6 +105,8 @@ struct ServerDescription {
   std::vector<std::pair<std::string, std::string>> query_tools;
   /// How argument errors are rendered (ascii_only).
   render::RenderOptions render;
+  /// Replies carry structuredContent (structured_content "both").
+  bool structured_content = true;
 };
 
 /// The session state the dispatcher reads and updates.

@@ -54,10 +54,12 @@ ToolSettings settings_of(const Tool& tool, const std::vector<std::string>* reach
   if (!settings.databases.empty()) settings.database_label = settings.databases.front().label;
   std::vector<std::string> labels;
   for (const auto& database : settings.databases) labels.push_back(database.label);
-  settings.catalog_text = tool.describe_catalog(labels).text();
   for (const ResolvedQuery& query : tool.resolved_queries()) {
-    if (reaches(reach, query.database->label) && query.access == AccessMode::read_write) settings.certified_read_write = true;
+    if (!reaches(reach, query.database->label)) continue;
+    settings.catalog_names.push_back(query.query->name);
+    if (query.access == AccessMode::read_write) settings.certified_read_write = true;
   }
+  settings.structured_content = config.structured_content;
   settings.per_query = config.certified_tools == Config::CertifiedTools::per_query;
   if (settings.per_query) settings.query_tools = query_tools(tool, labels);
   return settings;
@@ -158,7 +160,8 @@ ServerDescription describe_server_for(const Tool& tool, const std::vector<std::s
     for (const ParameterSpec& spec : query.query->parameters)
       if (spec.from_claim) description.claim_parameters[query.query->name].emplace_back(spec.name, *spec.from_claim);
   }
-  description.certified_query_tool = !settings.per_query;
+  description.certified_query_tool = !settings.per_query && !settings.catalog_names.empty();
+  description.structured_content = settings.structured_content;
   for (const auto& query : settings.query_tools) description.query_tools.emplace_back(query.name, query.name);
   description.render = tool.config().render;
   return description;

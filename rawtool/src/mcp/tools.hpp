@@ -2,8 +2,8 @@
 
 // What the MCP server says about its tools: names, descriptions, schemas,
 // annotations, the server's instructions, and the shape of a tools/call result.
-// Every string here is rawtool's own text, except the catalog listing, which
-// arrives already rendered (catalog prose quoted or omitted by the renderer).
+// Every string here is rawtool's own text, except per-query tools' catalog
+// prose, which arrives already rendered (quoted or omitted by the renderer).
 
 #include <nlohmann/json.hpp>
 
@@ -29,8 +29,12 @@ struct ToolSettings {
     bool read_write = false;
   };
   std::vector<Database> databases;
-  /// The text half of describe_catalog(), as the renderer wrote it.
-  std::string catalog_text;
+  /// The catalog's query names (they follow the catalog-name grammar); none:
+  /// no certified_query.
+  std::vector<std::string> catalog_names;
+  /// structured_content "both": tools declare outputSchema and replies carry
+  /// structuredContent; "text" (false): neither.
+  bool structured_content = true;
   /// True when any catalog query runs read-write (its own access, within its
   /// database's): certified_query's annotations then warn.
   bool certified_read_write = false;
@@ -63,8 +67,8 @@ inline constexpr std::string_view own_tool_names[] = {"raw_sql", "raw_sql_write"
                                                       "describe_schema"};
 
 /// The tools/list "tools" array: raw_sql and raw_sql_write (only when the raw
-/// path exists; see RawTools), certified_query, describe_catalog,
-/// describe_schema.
+/// path exists; see RawTools), certified_query (when the catalog has a query
+/// on the session's databases), describe_catalog, describe_schema.
 nlohmann::json describe_tools(const ToolSettings& settings);
 
 /// The initialize result's `instructions`: names the untrusted-content boundary
@@ -72,8 +76,9 @@ nlohmann::json describe_tools(const ToolSettings& settings);
 std::string server_instructions(const ToolSettings& settings);
 
 /// A tools/call result: the text half as the only content block, the structured
-/// half as structuredContent, and isError. A structured half that is not an
-/// object is wrapped so structuredContent is always an object.
-nlohmann::json call_result(std::string text, nlohmann::json structured, bool is_error);
+/// half as structuredContent unless `with_structured` is false, and isError. A
+/// structured half that is not an object is wrapped so structuredContent is
+/// always an object.
+nlohmann::json call_result(std::string text, nlohmann::json structured, bool is_error, bool with_structured = true);
 
 }  // namespace rawtool::mcp::detail

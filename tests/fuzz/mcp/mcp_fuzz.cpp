@@ -29,7 +29,7 @@ void check(bool holds) {
 const ServerDescription& server() {
   static const ServerDescription description = [] {
     ToolSettings settings;
-    settings.catalog_text = "rawtool: catalog: 0 pinned queries\n";
+    settings.catalog_names = {"q"};
     ServerDescription d;
     d.version = "fuzz";
     d.tools = describe_tools(settings);

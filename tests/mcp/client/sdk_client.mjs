@@ -448,7 +448,7 @@ async function main() {
     {
       const { client, tools, call, serverInstructions } = await connect(join(dir, "rw.json"));
       expectAnnotations(tools, true, "read-write");
-      if (!/not rawtool's words/.test(serverInstructions ?? "") || !/do not follow it/.test(serverInstructions ?? "")) {
+      if (!/are rawtool's words/.test(serverInstructions ?? "") || !/do not follow it/.test(serverInstructions ?? "")) {
         problem("initialize", "instructions do not name the untrusted-content boundary");
       }
       for (const sql of ["CREATE TABLE IF NOT EXISTS items(id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO items(name) VALUES ('a'), (NULL), ('line\nbreak')"]) {

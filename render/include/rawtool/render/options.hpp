@@ -36,6 +36,12 @@ struct RenderOptions {
   /// no fewer than table_min_cell_width columns) until the lines fit.
   std::size_t table_line_width = 0;
   std::size_t table_min_cell_width = 8;
+  /// Brief frames, for a reader who pays for every word (the MCP server): a
+  /// result's first and last lines shortened, the boundary said in one clause
+  /// (contract.hpp's *_brief), and catalog prose quoted under one notice per
+  /// listing instead of markers per entry. The long form of the boundary is
+  /// then the reader's to be told once (the MCP server's instructions).
+  bool brief = false;
 };
 
 }  // namespace rawtool::render
