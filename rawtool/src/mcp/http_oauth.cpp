@@ -120,7 +120,7 @@ std::variant<TokenIdentity, TokenRefusal> validate_token(std::string_view token,
   if (second == std::string_view::npos || token.find('.', second + 1) != std::string_view::npos)
     return TokenRefusal::malformed;
   const auto header = json_object_part(token.substr(0, first));
-  const auto payload = json_object_part(token.substr(first + 1, second - first - 1));
+  auto payload = json_object_part(token.substr(first + 1, second - first - 1));
   const auto signature = crypto::base64url_decode(token.substr(second + 1));
   if (!header || !payload || !signature) return TokenRefusal::malformed;
 
