@@ -216,17 +216,23 @@ TEST_CASE("structured_content text: replies carry the text alone and no tool dec
   }
 }
 
+// A server on `setup` neither lists `absent` nor speaks of it (`words`) in its
+// instructions, and a call of it is an unknown tool; returns its tools.
+json require_unlisted(const SqliteSetup& setup, std::string_view absent, std::string_view words, const json& arguments) {
+  McpProcess server(setup.config_file);
+  REQUIRE(server.initialize()["instructions"].get<std::string>().find(words) == std::string::npos);
+  const json tools = tools_of(server);
+  REQUIRE(find_tool(tools, absent) == nullptr);
+  REQUIRE(find_tool(tools, "describe_catalog") != nullptr);
+  REQUIRE(error_of(server.request("q", "tools/call", {{"name", absent}, {"arguments", arguments}}))["code"] == -32602);
+  return tools;
+}
+
 TEST_CASE("with no query in the catalog there is no certified_query", "[mcp][e2e]") {
   SqliteSetup setup;
   setup.dir.write("catalog.json", R"({"queries": []})");
-  McpProcess server(setup.config_file);
-  const json init = server.initialize();
-  CHECK(init["instructions"].get<std::string>().find("pinned queries") == std::string::npos);
-  const json tools = tools_of(server);
-  REQUIRE(find_tool(tools, "certified_query") == nullptr);
+  const json tools = require_unlisted(setup, "certified_query", "pinned queries", {{"name", "answer"}});
   REQUIRE(find_tool(tools, "raw_sql") != nullptr);
-  const json refused = server.request("q", "tools/call", {{"name", "certified_query"}, {"arguments", {{"name", "answer"}}}});
-  REQUIRE(error_of(refused)["code"] == -32602);
 }
 
 TEST_CASE("initialize echoes each older supported version and answers others with the latest", "[mcp][e2e]") {
@@ -606,14 +612,8 @@ TEST_CASE("annotations follow the configured access mode", "[mcp][e2e]") {
 
 TEST_CASE("raw_sql is absent when the raw path is disabled", "[mcp][e2e]") {
   SqliteSetup setup(json{{"raw_path", false}});
-  McpProcess server(setup.config_file);
-  const json result = server.initialize();
-  REQUIRE(result["instructions"].get<std::string>().find("raw_sql runs") == std::string::npos);
-  const json tools = tools_of(server);
-  REQUIRE(find_tool(tools, "raw_sql") == nullptr);
+  const json tools = require_unlisted(setup, "raw_sql", "raw_sql runs", {{"sql", "SELECT 1"}});
   REQUIRE(find_tool(tools, "certified_query") != nullptr);
-  REQUIRE(find_tool(tools, "describe_catalog") != nullptr);
-  REQUIRE(error_of(server.request("raw", "tools/call", {{"name", "raw_sql"}, {"arguments", {{"sql", "SELECT 1"}}}}))["code"] == -32602);
 }
 
 TEST_CASE("catalog_prose from the configuration file governs describe_catalog and tools/list, both halves", "[mcp][e2e]") {
