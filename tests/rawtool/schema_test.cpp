@@ -214,8 +214,15 @@ TEST_CASE("describe_schema on SQLite reports columns, keys, indexes and paging i
   CHECK(structured_column(orders, "constraints", "references_table") == std::vector<std::string>{"customers"});
   CHECK(structured_column(orders, "indexes", "name") == std::vector<std::string>{"orders_by_customer"});
 
+  CHECK(structured_column(orders, "referenced_by", "table").empty());
+
   const rawtool::Reply customers = describe(*tool, "customers");
   CHECK(has(structured_column(customers, "constraints", "kind"), "unique"));
+  // Who points at it: orders' key, named from both sides.
+  CHECK(structured_column(customers, "referenced_by", "table") == std::vector<std::string>{"orders"});
+  CHECK(structured_column(customers, "referenced_by", "columns") == std::vector<std::string>{R"(["customer"])"});
+  CHECK(structured_column(customers, "referenced_by", "references_columns") == std::vector<std::string>{R"(["id"])"});
+  CHECK(contains(customers.text(), "rawtool: section referenced_by: 1 row;"));
   CHECK(structured_column(customers, "columns", "nullable") == std::vector<std::string>{"yes", "no"});
 
   rawtool::SchemaRequest request;
@@ -397,7 +404,9 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   }
   REQUIRE(names.size() > 10);
   REQUIRE(comments.size() > 10);
-  admin("CREATE TABLE " + schema + ".secret_CANARY (x int)");
+  admin("CREATE TABLE " + schema + ".parent (id int PRIMARY KEY)");
+  admin("CREATE TABLE " + schema + ".child (parent_id int REFERENCES " + schema + ".parent (id))");
+  admin("CREATE TABLE " + schema + ".secret_CANARY (x int REFERENCES " + schema + ".parent (id))");
   admin("CREATE TABLE " + schema + ".half (visible int, hidden_CANARY int)");
   admin("GRANT SELECT ON ALL TABLES IN SCHEMA " + schema + " TO rawtool_reader");
   admin("REVOKE SELECT ON " + schema + ".secret_CANARY FROM rawtool_reader");
@@ -433,7 +442,7 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   REQUIRE_FALSE(listing.is_error());
   check_surface(listing);
   const auto listed = structured_column(listing, "objects", "name");
-  CHECK(listed.size() == names.size() + comments.size() + 1);
+  CHECK(listed.size() == names.size() + comments.size() + 3);
   CHECK(has(listed, "half"));
   CHECK_FALSE(contains(listing.text(), "secret"));
   CHECK(structured_column(listing, "objects", "comment").size() == comments.size());
@@ -442,6 +451,14 @@ TEST_CASE("describe_schema on PostgreSQL: hostile names and comments arrive esca
   CHECK(secret.is_error());
   CHECK(secret.structured()["found"] == false);
   CHECK_FALSE(contains(secret.text(), "CANARY"));
+  // Who points at parent: child, not the table the role cannot use.
+  const rawtool::Reply parent = describe(*tool, schema + ".parent");
+  REQUIRE_FALSE(parent.is_error());
+  check_surface(parent);
+  CHECK(structured_column(parent, "referenced_by", "table") == std::vector<std::string>{"child"});
+  CHECK(structured_column(parent, "referenced_by", "columns") == std::vector<std::string>{R"(["parent_id"])"});
+  CHECK(structured_column(parent, "referenced_by", "references_columns") == std::vector<std::string>{R"(["id"])"});
+  CHECK_FALSE(contains(parent.text(), "CANARY"));
   const rawtool::Reply half = describe(*tool, "half");  // found without the schema: it is not in the search path
   REQUIRE_FALSE(half.is_error());
   CHECK(structured_column(half, "columns", "name") == std::vector<std::string>{"visible"});

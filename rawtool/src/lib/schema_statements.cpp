@@ -16,6 +16,8 @@ const std::vector<SchemaColumn> column_columns{{"position"}, {"name"},        {"
                                                {"default_value"}, {"primary_key"}, {"comment", true}};
 const std::vector<SchemaColumn> constraint_columns{{"name"},       {"kind"},           {"columns"},           {"references_schema"},
                                                    {"references_table"}, {"references_columns"}, {"definition", true}};
+// The foreign keys of other tables that point at this one.
+const std::vector<SchemaColumn> referenced_by_columns{{"name"}, {"schema"}, {"table"}, {"columns"}, {"references_columns"}};
 const std::vector<SchemaColumn> index_columns{{"name"}, {"is_primary"}, {"is_unique"}, {"columns"}, {"definition", true}, {"comment", true}};
 
 // ---- PostgreSQL: pg_catalog, what the session's role can use ----------------
@@ -91,6 +93,17 @@ const SchemaStatements postgres{
                            "pg_catalog.obj_description(i.indexrelid, 'pg_class') AS comment "
                            "FROM target t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid "
                            "JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid ORDER BY ic.relname"},
+        // Only tables the role can use: a key on a table it cannot see stays unseen.
+        {"referenced_by", referenced_by_columns,
+         RAWTOOL_PG_TARGET "SELECT k.conname AS name, n.nspname AS schema, c.relname AS \"table\", "
+                           "(SELECT pg_catalog.json_agg(a.attname ORDER BY u.ord)::text FROM pg_catalog.unnest(k.conkey) "
+                           "WITH ORDINALITY u(attnum, ord) JOIN pg_catalog.pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum) AS columns, "
+                           "(SELECT pg_catalog.json_agg(a.attname ORDER BY u.ord)::text FROM pg_catalog.unnest(k.confkey) "
+                           "WITH ORDINALITY u(attnum, ord) JOIN pg_catalog.pg_attribute a ON a.attrelid = k.confrelid AND a.attnum = u.attnum) "
+                           "AS references_columns "
+                           "FROM target t JOIN pg_catalog.pg_constraint k ON k.confrelid = t.oid AND k.contype = 'f' "
+                           "JOIN pg_catalog.pg_class c ON c.oid = k.conrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                           "WHERE " RAWTOOL_PG_VISIBLE "ORDER BY n.nspname, c.relname, k.conname"},
     }};
 
 #undef RAWTOOL_PG_TARGET
@@ -143,6 +156,12 @@ const SchemaStatements sqlite{
                                "(SELECT json_group_array(name) FROM (SELECT x.name FROM pragma_index_info(l.name) x ORDER BY x.seqno)) AS columns, "
                                "(SELECT s.sql FROM sqlite_schema s WHERE s.type = 'index' AND s.name = l.name) AS definition, "
                                "NULL AS comment FROM target t, pragma_index_list(t.name) l ORDER BY l.name"},
+        {"referenced_by", referenced_by_columns,
+         RAWTOOL_SQLITE_TARGET "SELECT NULL AS name, 'main' AS schema, s.name AS \"table\", json_group_array(f.\"from\") AS columns, "
+                               "json_group_array(f.\"to\") AS references_columns "
+                               "FROM target t, sqlite_schema s, pragma_foreign_key_list(s.name) f "
+                               "WHERE s.type = 'table' AND s.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND f.\"table\" = t.name COLLATE NOCASE "
+                               "GROUP BY s.name, f.id ORDER BY s.name, f.id"},
     }};
 
 #undef RAWTOOL_SQLITE_TARGET
