@@ -113,3 +113,21 @@ for (const block of blocks) {
     process.exit(1);
   }
 }
+
+// The demo (.ci/demo, the README's first command) ends with next steps: each
+// that runs the binary the README's build made must work as printed.
+const demo = readFileSync(join(sourceDir, ".ci", "demo"), "utf8");
+const next = demo.slice(demo.indexOf("\nnext:\n") + 7, demo.indexOf("\nNEXT\n"));
+const steps = next.split("\n").map((line) => line.replace(/\s+#.*$/, "").trim()).filter((line) => line.startsWith("./build/release/"));
+if (steps.length < 2) {
+  console.error(`.ci/demo: expected next steps that run ./build/release/..., found ${JSON.stringify(next)}`);
+  process.exit(1);
+}
+for (const step of steps) {
+  const run = spawnSync("bash", ["-e", "-o", "pipefail", "-c", step], { cwd: sourceDir, encoding: "utf8" });
+  if (run.status !== 0) {
+    console.error(`.ci/demo: the next step ${step} exited ${run.status}: ${run.stderr}`);
+    process.exit(1);
+  }
+  console.log(`.ci/demo: next step ran as printed: ${step}`);
+}
