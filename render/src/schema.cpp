@@ -25,6 +25,10 @@ const SchemaSection* find_section(const SchemaReply& reply, std::string_view nam
 // The section's rows, the prose cells of each under a label of their own.
 void append_section(std::string& t, const SchemaSection& section, const RenderOptions& options) {
   const Rows& rows = section.rows;
+  if (options.brief && rows.rows.empty() && rows.truncation == Truncation::none) {
+    t += fmt::format("{}section {}: none\n", contract::own_prefix, section.name.view());
+    return;
+  }
   // The column names are rawtool's own, so they stand in rawtool's line.
   t += fmt::format("{}section {}: {} row{}; each row: ", contract::own_prefix, section.name.view(), rows.rows.size(), rows.rows.size() == 1 ? "" : "s");
   bool first = true;
