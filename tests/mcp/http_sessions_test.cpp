@@ -29,6 +29,9 @@ using rawtool::mcp::test::CapturedLines;
 using rawtool::mcp::test::description_with;
 using rawtool::mcp::test::RecordingChannel;
 using rawtool::mcp::test::ScriptedBackend;
+constexpr auto admitted = SessionRegistry::Admission::admitted;
+constexpr auto busy = SessionRegistry::Admission::busy;
+constexpr auto later = SessionRegistry::Admission::later;
 
 json raw_sql(int id) {
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
@@ -90,7 +93,7 @@ TEST_CASE("an HTTP session is found and ended only by the token that opened it",
   // ... which its own token still finds and uses.
   CHECK(r.registry->find(alices->id, r.alice) == alices);
   CHECK(r.registry->find(bobs->id, r.bob) == bobs);
-  CHECK(r.registry->begin_request(*alices, false));
+  CHECK(r.registry->begin_request(*alices, false) == admitted);
   r.registry->end_request(*alices, false);
   CHECK(r.registry->remove(alices->id, r.alice) == alices);
 }
@@ -189,7 +192,7 @@ TEST_CASE("when max_sessions are open, a token holding fewer takes the least rec
   }
   CHECK(r.registry->make(r.alice) == nullptr);  // full, and alice holds the most: nothing to take
   // The oldest of alice's sessions is in use: it is passed over.
-  REQUIRE(r.registry->begin_request(*alices[0], false));
+  REQUIRE(r.registry->begin_request(*alices[0], false) == admitted);
 
   // bob takes places while alice holds at least two more than he does ...
   std::vector<std::shared_ptr<HttpSession>> bobs;
@@ -220,7 +223,7 @@ TEST_CASE("a place under max_sessions is taken only from an idle session: a toke
   std::vector<std::shared_ptr<HttpSession>> alices;
   for (std::size_t i = 0; i < 4; ++i) {
     alices.push_back(r.open(r.alice));
-    REQUIRE(r.registry->begin_request(*alices.back(), false));
+    REQUIRE(r.registry->begin_request(*alices.back(), false) == admitted);
   }
   CHECK(r.registry->make(r.bob) == nullptr);
   // An initialize still in flight holds its place too, and cannot be taken.
@@ -238,22 +241,22 @@ TEST_CASE("an idle HTTP session is ended when a session is made, and one with a 
           "[http][sessions]") {
   Registry r;
   r.config.session_idle = 10s;
-  const auto busy = r.open(r.alice);
+  const auto in_use = r.open(r.alice);
   const auto idle = r.open(r.bob);
   const auto fresh = r.open(r.bob);
-  REQUIRE(r.registry->begin_request(*busy, true));
+  REQUIRE(r.registry->begin_request(*in_use, true) == admitted);
 
   r.now += 10s;  // idle exactly as long as allowed: kept
   REQUIRE(r.registry->make(r.alice) != nullptr);
   CHECK(r.registry->find(idle->id, r.bob) == idle);
 
-  REQUIRE(r.registry->begin_request(*fresh, false));
+  REQUIRE(r.registry->begin_request(*fresh, false) == admitted);
   r.registry->end_request(*fresh, false);  // used now
   r.now += 1ms;
   REQUIRE(r.registry->make(r.alice) != nullptr);
   CHECK(r.registry->find(idle->id, r.bob) == nullptr);
   CHECK(r.registry->find(fresh->id, r.bob) == fresh);
-  CHECK(r.registry->find(busy->id, r.alice) == busy);
+  CHECK(r.registry->find(in_use->id, r.alice) == in_use);
   CHECK(r.lines.all().find("sessions_expired") != std::string::npos);
 
   // The ended session's dispatcher starts no call.
@@ -272,15 +275,51 @@ TEST_CASE("max_calls_per_token counts one token's tool calls across its sessions
   const auto two = r.open(r.alice);
   const auto bobs = r.open(r.bob);
 
-  REQUIRE(r.registry->begin_request(*one, true));
-  REQUIRE(r.registry->begin_request(*two, true));
-  CHECK_FALSE(r.registry->begin_request(*one, true));
-  CHECK(r.registry->begin_request(*one, false));  // not a tool call: not limited
+  REQUIRE(r.registry->begin_request(*one, true) == admitted);
+  REQUIRE(r.registry->begin_request(*two, true) == admitted);
+  CHECK(r.registry->begin_request(*one, true) == busy);
+  CHECK(r.registry->begin_request(*one, false) == admitted);  // not a tool call: not limited
   r.registry->end_request(*one, false);
-  CHECK(r.registry->begin_request(*bobs, true));
+  CHECK(r.registry->begin_request(*bobs, true) == admitted);
 
   r.registry->end_request(*two, true);
-  CHECK(r.registry->begin_request(*one, true));
+  CHECK(r.registry->begin_request(*one, true) == admitted);
+}
+
+TEST_CASE("a tool call that finds its token's slots held by an answer being written waits for that write, not refused",
+          "[http][sessions]") {
+  Registry r;
+  r.config.max_calls_per_token = 1;
+  const auto one = r.open(r.alice);
+  const auto two = r.open(r.alice);
+  int asked_again = 0;
+  const auto ask_again = [&asked_again] { ++asked_again; };
+
+  // Running, not answering: refused, and nothing to wait for.
+  REQUIRE(r.registry->begin_request(*one, true) == admitted);
+  CHECK(r.registry->begin_request(*two, true, ask_again) == busy);
+  // Its answer is being written: the next call waits, still uncounted...
+  r.registry->answering(*one);
+  CHECK(r.registry->begin_request(*two, true, ask_again) == later);
+  CHECK(r.registry->begin_request(*two, true, ask_again) == busy);  // one waits per answer being written
+  CHECK(r.registry->begin_request(*two, true) == busy);             // nothing to call back: refused
+  CHECK(r.registry->load().front().calls == 1);
+  CHECK(asked_again == 0);
+  // ...until the write ends: then it asks again, and is admitted.
+  r.registry->end_request(*one, true, true);
+  CHECK(asked_again == 1);
+  REQUIRE(r.registry->begin_request(*two, true) == admitted);
+  // Answering counts were given back: a running call is refused outright again.
+  CHECK(r.registry->begin_request(*one, true, ask_again) == busy);
+
+  // A call waiting when the stop comes asks again then, and is refused for good.
+  r.registry->answering(*two);
+  CHECK(r.registry->begin_request(*one, true, ask_again) == later);
+  r.registry->close_all();
+  CHECK(asked_again == 2);
+  CHECK(r.registry->begin_request(*one, true, ask_again) == busy);
+  r.registry->end_request(*two, true, true);
+  CHECK(asked_again == 2);
 }
 
 TEST_CASE("after the stop took every HTTP session, one registered or made stateless later starts no call",

@@ -266,6 +266,7 @@ private:
   void on_header();
   bool authorize(const http::request<http::string_body>& request);
   void on_body();
+  void admit();
   void handle_delete();
   void refuse(http::status status, std::string_view message);
   /// Writes `response`, then reads the next request, or closes when the
@@ -325,6 +326,7 @@ private:
   SessionOrigin session_origin_ = SessionOrigin::named;
   std::string rpc_method_;  // for the log: the JSON-RPC method, when it is a string
   json request_id_;         // the id of the request in flight; null for a notification
+  json message_;            // the request's message, from on_body until admit() hands it to session_
   // Made when the connection drains, not for every idle connection.
   std::unique_ptr<std::array<char, 16 * 1024>> drain_;
   std::size_t drained_ = 0;
@@ -725,8 +727,20 @@ void Connection::on_body() {
     session_ = server_.sessions().find(std::string(*id), client_);
     if (session_ == nullptr) return refuse(http::status::not_found, "no such session; initialize again");
   }
+  message_ = std::move(std::get<json>(parsed));
+  admit();
+}
+
+// Hands message_ to session_, or answers that its token has no call slot
+// free, or waits for one that an answer being written holds.
+void Connection::admit() {
   const bool tool_call = rpc_method_ == "tools/call";
-  if (!server_.sessions().begin_request(*session_, tool_call)) {
+  std::function<void()> on_room;  // only a tool call can wait
+  if (tool_call) on_room = [self = shared_from_this()] { asio::post(self->stream_.get_executor(), [self] { self->admit(); }); };
+  const auto admission = server_.sessions().begin_request(*session_, tool_call, std::move(on_room));
+  if (admission == SessionRegistry::Admission::later) return;
+  const auto& request = parser_->get();
+  if (admission == SessionRegistry::Admission::busy) {
     if (session_origin_ == SessionOrigin::own) server_.sessions().end_stateless(session_);  // answered here, never counted
     Response response(http::status::ok, request.version());
     response.set(http::field::content_type, "application/json");
@@ -735,6 +749,7 @@ void Connection::on_body() {
     log_request(200);
     return send(std::move(response));
   }
+  const json message = std::move(message_);
   enter(Phase::handed);
   stream_.expires_never();  // the answer may wait for a tool call
   bool event_stream = false;
@@ -800,8 +815,9 @@ void Connection::enter(Phase next) {
     body_charge_.release();
     answer_charge_.release();
   }
+  if (next == Phase::answering && rpc_method_ == "tools/call") server_.sessions().answering(*session_);
   if (counted(was) && !counted(next)) {
-    server_.sessions().end_request(*session_, rpc_method_ == "tools/call");
+    server_.sessions().end_request(*session_, rpc_method_ == "tools/call", was == Phase::answering);
     if (session_origin_ == SessionOrigin::own) server_.sessions().end_stateless(session_);
   }
   if (!counted(was) && counted(next)) server_.begin_write();

@@ -140,31 +140,64 @@ void SessionRegistry::end_stateless(const std::shared_ptr<HttpSession>& session)
   stateless_.erase(std::remove(stateless_.begin(), stateless_.end(), session), stateless_.end());
 }
 
-bool SessionRegistry::begin_request(HttpSession& session, bool tool_call) {
+SessionRegistry::Admission SessionRegistry::begin_request(HttpSession& session, bool tool_call,
+                                                         std::function<void()> on_room) {
   std::lock_guard lock(mutex_);
   if (tool_call) {
     std::size_t& calls = calls_by_client_[session.client];
-    if (config_.max_calls_per_token != 0 && calls >= config_.max_calls_per_token) return false;
+    if (config_.max_calls_per_token != 0 && calls >= config_.max_calls_per_token) {
+      // One call waits per answer being written, so waiting holds no more
+      // connections than the token's calls do. After close_all() nothing is
+      // woken again: the stop refuses.
+      auto& waiting = waiting_[session.client];
+      if (closing_ || !on_room || waiting.size() >= answering_by_client_[session.client]) return Admission::busy;
+      waiting.push_back(std::move(on_room));
+      return Admission::later;
+    }
     ++calls;
   }
   ++session.requests_in_flight;
   session.last_used = now_();
-  return true;
+  return Admission::admitted;
 }
 
-void SessionRegistry::end_request(HttpSession& session, bool tool_call) {
+void SessionRegistry::answering(HttpSession& session) {
   std::lock_guard lock(mutex_);
-  if (tool_call) --calls_by_client_[session.client];
-  --session.requests_in_flight;
-  session.last_used = now_();
+  ++answering_by_client_[session.client];
+}
+
+void SessionRegistry::end_request(HttpSession& session, bool tool_call, bool answering) {
+  std::vector<std::function<void()>> woken;
+  {
+    std::lock_guard lock(mutex_);
+    if (tool_call) {
+      --calls_by_client_[session.client];
+      if (answering) --answering_by_client_[session.client];
+      if (const auto found = waiting_.find(session.client); found != waiting_.end()) {
+        woken = std::move(found->second);
+        waiting_.erase(found);
+      }
+    }
+    --session.requests_in_flight;
+    session.last_used = now_();
+  }
+  for (auto& ask_again : woken) ask_again();
 }
 
 std::vector<std::shared_ptr<HttpSession>> SessionRegistry::close_all() {
-  std::lock_guard lock(mutex_);
-  closing_ = true;
   std::vector<std::shared_ptr<HttpSession>> sessions;
-  for (auto& entry : sessions_) sessions.push_back(entry.second);
-  sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
+  decltype(waiting_) woken;
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+    for (auto& entry : sessions_) sessions.push_back(entry.second);
+    sessions.insert(sessions.end(), stateless_.begin(), stateless_.end());
+    woken = std::move(waiting_);
+    waiting_.clear();
+  }
+  // Each asks again and is refused, or admitted by a closed session.
+  for (auto& [client, calls] : woken)
+    for (auto& ask_again : calls) ask_again();
   return sessions;
 }
 

@@ -98,11 +98,27 @@ public:
   std::shared_ptr<HttpSession> make_stateless(const HttpClient* client, bool initialize, std::string_view protocol_version);
   void end_stateless(const std::shared_ptr<HttpSession>& session);
 
-  /// Counts a request handed to `session` until end_request (a session with
-  /// a request in flight is not idle); false, and nothing counted, for a
-  /// tool call over its token's max_calls_per_token.
-  bool begin_request(HttpSession& session, bool tool_call);
-  void end_request(HttpSession& session, bool tool_call);
+  /// Whether a request may be handed to its session.
+  enum class Admission {
+    admitted,  ///< counted until end_request (a session with a request in flight is not idle)
+    busy,      ///< a tool call over its token's max_calls_per_token; nothing counted
+    later,     ///< as busy, but one of the token's calls is only an answer being written, which no
+               ///< other call waits for: nothing counted, and `on_room` runs once a call of the
+               ///< token ends, to ask again
+  };
+  /// A tool call counts against its token until its answer is written (an
+  /// unread answer holds its slot); a client that sends its next call the
+  /// moment it has read an answer may reach the server before the server
+  /// learns the write ended, and waits for that instead of being refused.
+  /// `on_room` runs on the thread that ends the call, or of close_all(),
+  /// without the registry's lock; it is dropped unrun for `admitted` and `busy`.
+  Admission begin_request(HttpSession& session, bool tool_call, std::function<void()> on_room = {});
+  /// The answer to a tool call begun on `session` is being written: it still
+  /// counts, but a call of its token that finds no room waits for it (later).
+  void answering(HttpSession& session);
+  /// Uncounts a request begun on `session`; `answering` when answering() was
+  /// called for it.
+  void end_request(HttpSession& session, bool tool_call, bool answering = false);
 
   /// Each token's open sessions and tool calls in flight, in configuration
   /// order ("" for the one client of a server without tokens).
@@ -115,7 +131,7 @@ public:
 
   /// Every session, registered or stateless, for the stop to close; from now
   /// on a session registered or made stateless is closed as it comes, so
-  /// that it starts no call.
+  /// that it starts no call. Calls waiting for room (later) ask again now.
   std::vector<std::shared_ptr<HttpSession>> close_all();
 
 private:
@@ -135,6 +151,10 @@ private:
   std::unordered_map<const HttpClient*, std::size_t> sessions_by_client_;    // registered and unregistered; guarded by mutex_
   std::size_t unregistered_ = 0;  // made, initialize not yet succeeded; guarded by mutex_
   std::unordered_map<const HttpClient*, std::size_t> calls_by_client_;  // tool calls accepted; guarded by mutex_
+  std::unordered_map<const HttpClient*, std::size_t> answering_by_client_;  // of those, answers being written; guarded by mutex_
+  // Calls that found their token's slots taken by answers being written,
+  // each to ask again when one of that token's calls ends; guarded by mutex_.
+  std::unordered_map<const HttpClient*, std::vector<std::function<void()>>> waiting_;
   std::vector<std::shared_ptr<HttpSession>> stateless_;                 // guarded by mutex_
   bool closing_ = false;  // close_all() was called; guarded by mutex_
 };

@@ -554,6 +554,20 @@ describe("calls per token", () => {
     const after = await (await call(aliceToken, a2.id, 4, "SELECT 1")).json();
     assert.equal(after.result?.isError, false, "the token's call slot is free again once its call has ended");
   });
+
+  test("a client that sends each call the moment it has read the last answer is never refused", async () => {
+    // The client can read an answer before the server has seen its write
+    // end; the next call waits for that instead of being refused.
+    const { status, id } = await open(bobToken);
+    assert.equal(status, 200);
+    const busy = [];
+    for (let i = 0; i < 300; ++i) {
+      const body = { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "raw_sql", arguments: { sql: "SELECT 1" } } };
+      const answer = await (await request(bobToken, body, sessionHeaders(id))).json();
+      if (answer.result?.isError !== false) busy.push(answer);
+    }
+    assert.deepEqual(busy, []);
+  });
 });
 
 describe("session limits under a burst", () => {
@@ -713,5 +727,39 @@ describe("certified queries per token", () => {
         assert.equal(await own.stop(), 0);
       }
     });
+  }
+});
+
+test("at start the HTTP server logs a warning with its cause for each database it cannot use, and serves on", async () => {
+  const own = await startHttpServer(binary, {
+    databases: [
+      { label: "main", path: ":memory:" },
+      { label: "gone", path: "/nonexistent-rawtool-dir/gone.sqlite" },
+    ],
+  });
+  assert.ok(own.url, `the server did not start (exit ${own.exitCode}): ${own.stderr}`);
+  try {
+    const deadline = Date.now() + 10000;
+    const unusable = () =>
+      own
+        .log()
+        .split("\n")
+        .filter((line) => line.includes('"event":"database_unusable"'))
+        .map((line) => JSON.parse(line));
+    while (unusable().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const warnings = unusable();
+    assert.equal(warnings.length, 1, own.log());
+    assert.equal(warnings[0].level, "warn");
+    assert.equal(warnings[0].database, "gone");
+    assert.equal(warnings[0].cause, "file_missing");
+    assert.match(warnings[0].complaint, /\/nonexistent-rawtool-dir\/gone\.sqlite/);
+    const answer = await fetch(own.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify(initialize),
+    });
+    assert.equal(answer.status, 200);
+  } finally {
+    assert.equal(await own.stop(), 0);
   }
 });
