@@ -180,6 +180,28 @@ Trusted bound_words(double bound) {
   return Trusted::format("{}", bound);
 }
 
+// "must be one of: open, closed, 3": the catalog author's values, listed
+// when each is a number, a boolean or text of label characters (rawtool's
+// words hold nothing else); otherwise where describe_catalog lists them.
+Trusted allowed_words(const std::vector<Parameter>& allowed) {
+  Trusted list;
+  for (const Parameter& value : allowed) {
+    if (!list.empty()) list += Literal(", ");
+    if (const auto* i = std::get_if<std::int64_t>(&value)) {
+      list += Trusted::format("{}", *i);
+    } else if (const auto* d = std::get_if<double>(&value)) {
+      list += bound_words(*d);
+    } else if (const auto* b = std::get_if<bool>(&value)) {
+      list += *b ? Literal("true") : Literal("false");
+    } else if (const auto* text = std::get_if<std::string>(&value); text != nullptr && Label::valid(*text)) {
+      list += Label::checked(*text);
+    } else {
+      return Trusted::format("must be one of the {} allowed values describe_catalog lists for it", allowed.size());
+    }
+  }
+  return Trusted::format("must be one of: {}", list);
+}
+
 // Bounds and enumeration; the value already has the declared type.
 std::optional<Converted> check_constraints(const ParameterSpec& spec, const Parameter& value) {
   double numeric = 0;
@@ -198,7 +220,7 @@ std::optional<Converted> check_constraints(const ParameterSpec& spec, const Para
   if (!spec.allowed.empty()) {
     bool found = false;
     for (const Parameter& allowed : spec.allowed) found = found || allowed == value;
-    if (!found) return Converted{std::nullopt, ArgumentRule::enum_value, Literal("must be one of the allowed values the catalog lists for it")};
+    if (!found) return Converted{std::nullopt, ArgumentRule::enum_value, allowed_words(spec.allowed)};
   }
   return std::nullopt;
 }
