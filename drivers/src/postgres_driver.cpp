@@ -36,9 +36,11 @@ void PostgresDriver::cancel_running() noexcept {
   cancels_->start(std::move(canceller));
 }
 
-std::variant<DatabaseReport, Unavailable> PostgresDriver::inspect() {
+std::variant<DatabaseReport, Unavailable> PostgresDriver::inspect() { return inspect_until({}); }
+
+std::variant<DatabaseReport, Unavailable> PostgresDriver::inspect_until(std::stop_token stop) {
   guard_kept_ = false;
-  if (auto unavailable = connect()) return std::move(*unavailable);
+  if (auto unavailable = connect(stop)) return std::move(*unavailable);
   const Clock::time_point deadline = Clock::now() + connection_bound_;
   std::optional<detail::SessionAudit> audit = detail::audit_session(conn_, deadline, options_.refuse_hazards);
   if (!audit) {

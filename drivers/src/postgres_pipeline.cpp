@@ -451,7 +451,10 @@ Outcome PostgresDriver::execute(std::string_view sql, std::span<const Parameter>
   // The work before the statement (the audit) waits no longer than the
   // statement itself may.
   const Clock::time_point call_deadline = Clock::now() + limits.statement_timeout + client_grace;
-  if (auto unavailable = connect()) return std::move(*unavailable);
+  if (auto unavailable = connect(stop)) {
+    if (stop.stop_requested()) return stopped_before_sent();
+    return std::move(*unavailable);
+  }
   // Whatever this call does, the guard is the unnamed statement afterwards
   // only if finish() says so.
   bool guard_kept = std::exchange(guard_kept_, false);

@@ -26,7 +26,7 @@ long long left_ms(SteadyClock::time_point deadline) {
 }  // namespace
 
 std::variant<std::string, Unavailable> read_password_file(const std::string& file) {
-  const auto unavailable = [](std::string_view why) { return Unavailable{Untrusted(why)}; };
+  const auto unavailable = [](std::string_view why) { return Unavailable{Untrusted(why), UnavailableCause::password_file}; };
   std::FILE* stream = std::fopen(file.c_str(), "rb");
   if (stream == nullptr) {
     return unavailable("rawtool could not open the password file (password_file): " +

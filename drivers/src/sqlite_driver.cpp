@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -478,6 +479,20 @@ private:
                                   limits.lock_timeout.count(), std::numeric_limits<int>::max())));
   }
 
+  /// Why sqlite3_open_v2 failed with `code`: the file missing, or there and
+  /// not openable, told apart by asking the file system, not SQLite's words.
+  /// The complaint, for the operator log, names the path.
+  Unavailable open_failure(int code, sqlite3* db) const {
+    const std::string said = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+    if ((code & 0xff) != SQLITE_CANTOPEN) return Unavailable{Untrusted(fmt::format("{}: {}", path_, said))};
+    std::error_code error;
+    if (!std::filesystem::exists(std::filesystem::path(path_), error) && !error) {
+      return Unavailable{Untrusted(fmt::format("the SQLite file {} does not exist", path_)), UnavailableCause::file_missing};
+    }
+    return Unavailable{Untrusted(fmt::format("the SQLite file {} could not be opened: {}", path_, said)),
+                       UnavailableCause::file_unreadable};
+  }
+
   /// Opens the database on first use. Returns what the call answers instead
   /// when it cannot: Unavailable, or a Refusal for a WAL database that cannot
   /// be read without making files.
@@ -532,7 +547,7 @@ private:
     sqlite3* db = nullptr;
     const int opened = sqlite3_open_v2(name.c_str(), &db, flags, vfs);
     if (opened != SQLITE_OK) {
-      Unavailable unavailable{db != nullptr ? owned_text(sqlite3_errmsg(db)) : owned_text(sqlite3_errstr(opened))};
+      Unavailable unavailable = open_failure(opened, db);
       sqlite3_close_v2(db);
       return unavailable;
     }
@@ -547,11 +562,16 @@ private:
     sqlite3_progress_handler(db, 1000, &SqliteDriver::on_progress, this);
     sqlite3_busy_timeout(db, static_cast<int>(std::min<std::chrono::milliseconds::rep>(
                                  limits.lock_timeout.count(), std::numeric_limits<int>::max())));
+    // Opening reads nothing; the first read finds a file that is not a
+    // database, and a WAL database's missing -wal and -shm. Read now, so that
+    // both are told in so many words; any other failure is left to the
+    // statement, which meets it again.
+    const int probed = in_memory ? SQLITE_OK : sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr);
+    if ((probed & 0xff) == SQLITE_NOTADB) {
+      sqlite3_close_v2(db);
+      return Unavailable{Untrusted(fmt::format("the SQLite file {} is not a database", path_)), UnavailableCause::not_a_database};
+    }
     if (read_only && !in_memory && options_.read_only_wal == SqliteReadOnlyWal::existing_files) {
-      // The first read opens a WAL database's -wal and -shm. Read now, so that
-      // one whose files are missing is refused in so many words; any other
-      // failure is left to the statement, which meets it again.
-      const int probed = sqlite3_exec(db, "SELECT 1 FROM sqlite_schema LIMIT 1", nullptr, nullptr, nullptr);
       if ((probed & 0xff) == SQLITE_CANTOPEN && database_file_is_wal(path_)) {
         sqlite3_close_v2(db);
         return refuse(RefusalReason::not_permitted,

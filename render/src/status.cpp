@@ -69,22 +69,34 @@ std::string_view status_name(Status status) noexcept {
 namespace {
 
 // A status reply, unsealed, so that an argument error can add its lines.
-detail::Draft status_draft(Status status, const Provenance& provenance, std::string_view log_reference) {
-  check_reference(log_reference);
+// An empty `log_reference` is a reply that withholds nothing (an argument
+// error): it names no reference; callers with one check it first. An
+// unavailable status says its cause.
+detail::Draft status_draft(Status status, const Provenance& provenance, std::string_view log_reference,
+                           UnavailableCause cause = UnavailableCause::unknown) {
+  const bool referenced = !log_reference.empty();
   detail::Draft r;
   const std::string_view own = contract::own_prefix;
-  r.text = fmt::format(
-      "{}certified query failed; status={}; query={}; reference={}\n"
-      "{}{}. The certified path shows no database text; an operator can find the details in the operator log under the reference.\n"
-      "{}end of reply; path={}; engine={}; database={}; elapsed_ms={}\n",
-      own, status_name(status), provenance.certified_name.str(), log_reference, own, explanation(status), own,
-      detail::path_text(provenance), engine_name(provenance.engine), provenance.database_label.str(), detail::elapsed_ms_text(provenance));
+  const bool caused = status == Status::unavailable && cause != UnavailableCause::unknown;
+  std::string said(explanation(status));
+  if (caused) said += fmt::format(": {}", unavailable_cause_text(cause).view());
+  r.text = fmt::format("{}certified query failed; status={}{}; query={}{}\n", own, status_name(status),
+                       caused ? fmt::format("; cause={}", unavailable_cause_name(cause)) : std::string(),
+                       provenance.certified_name.str(),
+                       referenced ? fmt::format("; reference={}", log_reference) : std::string());
+  r.text += referenced ? fmt::format("{}{}. The certified path shows no database text; an operator can find the details "
+                                     "in the operator log under the reference.\n",
+                                     own, said)
+                       : fmt::format("{}{}.\n", own, said);
+  r.text += fmt::format("{}end of reply; path={}; engine={}; database={}; elapsed_ms={}\n", own, detail::path_text(provenance),
+                        engine_name(provenance.engine), provenance.database_label.str(), detail::elapsed_ms_text(provenance));
   r.structured = {
       {"kind", "certified_status"},
       {"status", std::string(status_name(status))},
-      {"reference", std::string(log_reference)},
-      {"explanation", std::string(explanation(status))},
+      {"explanation", said},
   };
+  if (referenced) r.structured["reference"] = std::string(log_reference);
+  if (caused) r.structured["cause"] = std::string(unavailable_cause_name(cause));
   detail::add_provenance(r.structured, provenance);
   if (auto problem = detail::self_check(r.text, {}); !problem.empty())
     throw std::invalid_argument("render_status: the provenance holds text rawtool cannot show (" + problem.str() + ")");
@@ -94,12 +106,17 @@ detail::Draft status_draft(Status status, const Provenance& provenance, std::str
 }  // namespace
 
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference) {
+  check_reference(log_reference);
   return status_draft(status, provenance, log_reference).seal();
 }
 
-Rendered render_status(const Provenance& provenance, std::string_view log_reference, const ArgumentError& argument,
-                       const RenderOptions& options) {
-  detail::Draft r = status_draft(Status::invalid_arguments, provenance, log_reference);
+Rendered render_unavailable(const Provenance& provenance, std::string_view log_reference, UnavailableCause cause) {
+  check_reference(log_reference);
+  return status_draft(Status::unavailable, provenance, log_reference, cause).seal();
+}
+
+Rendered render_status(const Provenance& provenance, const ArgumentError& argument, const RenderOptions& options) {
+  detail::Draft r = status_draft(Status::invalid_arguments, provenance, {});
   // The argument lines go before the trailer, the reply's last line.
   const auto trailer = r.text.rfind(contract::own_prefix);
   std::string argument_text;

@@ -11,6 +11,8 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <chrono>
 
 namespace {
 
@@ -127,9 +129,10 @@ TEST_CASE("a password file is read when connecting, one that is gone makes the d
   RunOptions env = clean_env(folder.path());
   env.env.emplace_back("SHOP_DB_PASSWORD", "not-the-password");
   write_file(folder.path() / "secret", "s3cret-from-a-file\n");
+  // An application name of its own, to find this test's connections on the server.
   write_file(folder.path() / "config.json",
              json{{"databases", json::array({json{{"label", "shop"},
-                                                  {"url", *reader},
+                                                  {"url", *reader + "?application_name=rawtool_password_file_test"},
                                                   {"password_file", "secret"}}})},
                   {"log", {{"path", "operator.log"}}}}
                  .dump());
@@ -152,7 +155,17 @@ TEST_CASE("a password file is read when connecting, one that is gone makes the d
   rawtool::test::RunningRawtool server({"mcp", "--config", config, "--log", "stderr"}, mcp_env);
   REQUIRE(server.wait_for([](const auto& so_far) { return so_far.err.find("\"serving\"") != std::string::npos; },
                           std::chrono::seconds(30)));
+  // The server connects once at start to check the database, and keeps the
+  // connection: once it has, the file goes, and so does that connection, so
+  // that the call must connect again.
+  const std::string mine = "application_name = 'rawtool_password_file_test'";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (rawtool::test::pg_admin("SELECT count(*) FROM pg_stat_activity WHERE " + mine) == "0" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   std::filesystem::remove(folder.path() / "secret");
+  rawtool::test::pg_admin("SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE " + mine);
   server.write_stdin(
       R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
       "\n"
@@ -164,8 +177,10 @@ TEST_CASE("a password file is read when connecting, one that is gone makes the d
   const auto served = server.finish();
   INFO(served.out << served.err);
   CHECK(served.exit_status == 0);
-  CHECK_THAT(served.out, Catch::Contains("status=unavailable"));
-  CHECK(served.out.find("password") == std::string::npos);
+  // The agent is told the cause, in rawtool's words, and not the file's name or the system's complaint.
+  CHECK_THAT(served.out, Catch::Contains("status=unavailable; cause=password_file"));
+  CHECK(served.out.find("secret") == std::string::npos);
+  CHECK(served.out.find("No such file") == std::string::npos);
   CHECK_THAT(served.err, Catch::Contains("\"event\":\"raw_unavailable\""));
   CHECK_THAT(served.err, Catch::Contains("rawtool could not open the password file (password_file): No such file or directory"));
 }

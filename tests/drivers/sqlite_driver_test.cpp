@@ -504,7 +504,10 @@ TEST_CASE("sqlite read-only escape attempts leave the database, files and the ne
 TEST_CASE("a read-only driver refuses read-write calls, and a missing file is unavailable", "[sqlite][read_only]") {
   Scratch scratch;
   auto missing = rawtool::make_sqlite_driver(scratch.path("missing.db").string(), AccessMode::read_only);
-  expect<rawtool::Unavailable>(run(*missing, "SELECT 1"));
+  const auto unavailable = expect<rawtool::Unavailable>(run(*missing, "SELECT 1"));
+  CHECK(unavailable.cause == rawtool::UnavailableCause::file_missing);
+  // The operator's words name the path.
+  CHECK(bytes_of(unavailable.complaint).find(scratch.path("missing.db").string()) != std::string::npos);
   CHECK_FALSE(fs::exists(scratch.path("missing.db")));
   CHECK(std::holds_alternative<rawtool::Unavailable>(missing->inspect()));
 
@@ -512,6 +515,21 @@ TEST_CASE("a read-only driver refuses read-write calls, and a missing file is un
   auto driver = rawtool::make_sqlite_driver(scratch.db(), AccessMode::read_only);
   CHECK(refusal_reason(run(*driver, "INSERT INTO t VALUES (1)", {}, AccessMode::read_write)) == RefusalReason::read_only);
   CHECK(std::holds_alternative<rawtool::DatabaseReport>(driver->inspect()));
+}
+
+TEST_CASE("a file that is not a SQLite database is unavailable as one, in either mode", "[sqlite]") {
+  Scratch scratch;
+  const fs::path file = scratch.path("notes.txt");
+  {
+    std::ofstream out(file);
+    out << "These are not the pages of a database, and they are longer than its header would be. " << std::string(200, 'x');
+  }
+  for (const AccessMode mode : {AccessMode::read_only, AccessMode::read_write}) {
+    auto driver = rawtool::make_sqlite_driver(file.string(), mode);
+    const auto unavailable = expect<rawtool::Unavailable>(run(*driver, "SELECT 1", {}, mode));
+    CHECK(unavailable.cause == rawtool::UnavailableCause::not_a_database);
+    CHECK(bytes_of(unavailable.complaint).find(file.string()) != std::string::npos);
+  }
 }
 
 TEST_CASE(":memory: in read-only mode is an empty database that answers expressions", "[sqlite][read_only]") {

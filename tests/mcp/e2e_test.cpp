@@ -11,9 +11,13 @@
 #include <catch2/catch.hpp>
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -126,6 +130,15 @@ std::string pg_scalar(const std::string& url, const std::string& sql) {
   return value;
 }
 
+// A configuration whose one database, "pg", is reached through a proxy on
+// `port` to `target`, with the URL's `options` and the database's `limits`.
+std::filesystem::path proxied_config(const TempDir& dir, const rawtool::test::ProxyTarget& target, std::uint16_t port,
+                                     std::string_view options, const json& limits = json::object()) {
+  json database{{"label", "pg"}, {"url", target.url_through(port, options)}};
+  if (!limits.empty()) database["limits"] = limits;
+  return dir.write("config.json", json{{"databases", json::array({database})}}.dump());
+}
+
 }  // namespace
 
 // ---- lifecycle -------------------------------------------------------------------------
@@ -235,6 +248,57 @@ TEST_CASE("with no query in the catalog there is no certified_query", "[mcp][e2e
   REQUIRE(find_tool(tools, "raw_sql") != nullptr);
 }
 
+// The log's JSON lines that hold `event`.
+std::vector<json> log_events(const std::string& log, std::string_view event) {
+  std::vector<json> found;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    const std::size_t end = std::min(log.find('\n', start), log.size());
+    const json line = json::parse(log.substr(start, end - start), nullptr, false);
+    if (line.is_object() && line.value("event", "") == event) found.push_back(line);
+    start = end + 1;
+  }
+  return found;
+}
+
+TEST_CASE("at start every database is checked, one it cannot use is a warning with its cause, and the server serves on",
+          "[mcp][e2e]") {
+  json databases = json::array();
+  databases.push_back({{"label", "e2e"}, {"path", "db.sqlite"}});
+  databases.push_back({{"label", "gone"}, {"path", "gone.sqlite"}});
+  databases.push_back({{"label", "down"}, {"url", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"}});
+  json settings = json::object();
+  settings["databases"] = databases;
+  SqliteSetup setup(settings);
+  McpProcess server(setup.config_file);
+  server.initialize();
+  const auto deadline = Clock::now() + 10s;
+  while (log_events(server.log(), "database_unusable").size() < 2 && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  const std::vector<json> warnings = log_events(server.log(), "database_unusable");
+  INFO(server.log());
+  REQUIRE(warnings.size() == 2);
+  for (const json& warning : warnings) {
+    CHECK(warning["level"] == "warn");
+    if (warning["database"] == "gone") {
+      CHECK(warning["cause"] == "file_missing");
+      // The operator is told the path; the agent below is not.
+      CHECK(warning["complaint"].get<std::string>().find((setup.dir.path() / "gone.sqlite").string()) != std::string::npos);
+    } else {
+      CHECK(warning["database"] == "down");
+      CHECK(warning["cause"] == "refused");
+    }
+  }
+  const json gone = server.call_tool("raw_sql", {{"sql", "SELECT 1"}, {"database", "gone"}});
+  CHECK(gone["isError"] == true);
+  const std::string text = gone["content"][0]["text"].get<std::string>();
+  CHECK(text.find("status=unavailable; cause=file_missing; reference=") != std::string::npos);
+  CHECK(text.find("the database file does not exist") != std::string::npos);
+  CHECK(text.find("gone.sqlite") == std::string::npos);
+  CHECK(gone["structuredContent"]["cause"] == "file_missing");
+  // The usable database serves as before.
+  CHECK(server.call_tool("raw_sql", {{"sql", "SELECT 1"}})["isError"] == false);
+}
+
 TEST_CASE("initialize echoes each older supported version and answers others with the latest", "[mcp][e2e]") {
   SqliteSetup setup;
   for (const auto& [asked, answered] : std::vector<std::pair<std::string, std::string>>{
@@ -320,12 +384,7 @@ TEST_CASE("end of input while the database has stopped answering mid-statement e
   const auto target = rawtool::test::proxy_target(*reader);
   rawtool::test::TcpProxy proxy(target.host, target.port);
   TempDir dir;
-  const auto config = dir.write(
-      "config.json", json{{"databases", json::array({json{{"label", "pg"},
-                                                          {"url", target.url_through(proxy.port(), "connect_timeout=5")},
-                                                          {"limits", {{"statement_timeout_ms", 60000}}}}})}}
-                         .dump());
-  McpProcess server(config);
+  McpProcess server(proxied_config(dir, target, proxy.port(), "connect_timeout=5", {{"statement_timeout_ms", 60000}}));
   server.initialize();
   const std::string marker = "rawtool_partitioned_" + std::to_string(Clock::now().time_since_epoch().count());
   proxy.freeze_on(marker);
@@ -342,6 +401,29 @@ TEST_CASE("end of input while the database has stopped answering mid-statement e
   proxy.thaw();
   REQUIRE(status == 0);
   CHECK(took < 8s);
+}
+
+TEST_CASE("end of input while the start-up check waits on a server that never answers exits at once",
+          "[mcp][e2e][postgresql][deadline]") {
+  // A server that takes connections and never answers them, with a connect
+  // timeout far away: the check at start is still connecting when input ends.
+  const auto reader = rawtool::test::pg_url(true);
+  if (!reader) return;
+  const auto target = rawtool::test::proxy_target(*reader);
+  rawtool::test::TcpProxy proxy(target.host, target.port);
+  proxy.freeze();
+  TempDir dir;
+  McpProcess server(proxied_config(dir, target, proxy.port(), "connect_timeout=60"));
+  server.initialize();
+  const auto closed = Clock::now();
+  server.close_input();
+  const auto status = server.wait_exit(30s);
+  const auto took = Clock::now() - closed;
+  proxy.thaw();
+  REQUIRE(status == 0);
+  CHECK(took < 5s);
+  // Ended, not failed: no warning about a database the check never finished with.
+  CHECK(log_events(server.log(), "database_unusable").empty());
 }
 
 // ---- protocol errors -------------------------------------------------------------------

@@ -51,6 +51,50 @@ TEST_CASE("a certified status carries the status and the reference, on both surf
   CHECK_FALSE(r.structured().contains("untrusted"));
 }
 
+TEST_CASE("an unavailable status names its cause in rawtool's words, with or without one", "[render][status]") {
+  const auto caused = rawtool::render::render_unavailable(certified_provenance(), "ref-1",
+                                                          rawtool::UnavailableCause::authentication_failed);
+  CHECK(caused.text().starts_with("rawtool: certified query failed; status=unavailable; cause=authentication_failed; "
+                                  "query=orders_by_day; reference=ref-1\n"
+                                  "rawtool: the database could not be reached: the server refused the credentials"));
+  CHECK(rawtool::test::text_surface_problems(caused.text()).empty());
+  CHECK(caused.structured()["cause"] == "authentication_failed");
+  CHECK(caused.structured()["reference"] == "ref-1");
+  const auto unknown = rawtool::render::render_unavailable(certified_provenance(), "ref-2", rawtool::UnavailableCause::unknown);
+  CHECK(unknown.text().starts_with("rawtool: certified query failed; status=unavailable; query=orders_by_day; reference=ref-2\n"
+                                   "rawtool: the database could not be reached. "));
+  CHECK_FALSE(unknown.structured().contains("cause"));
+  CHECK_THROWS_AS(rawtool::render::render_unavailable(certified_provenance(), "", rawtool::UnavailableCause::refused),
+                  std::invalid_argument);
+}
+
+TEST_CASE("every unavailable cause has a name and words of its own", "[render][status]") {
+  std::set<std::string_view> names;
+  std::set<std::string_view> words;
+  for (int i = 0; i <= static_cast<int>(rawtool::UnavailableCause::not_a_database); ++i) {
+    const auto cause = static_cast<rawtool::UnavailableCause>(i);
+    CHECK(names.insert(rawtool::unavailable_cause_name(cause)).second);
+    CHECK(words.insert(rawtool::unavailable_cause_text(cause).view()).second);
+  }
+  CHECK(names.size() == 13);
+}
+
+TEST_CASE("a certified argument error names no log reference: nothing was withheld", "[render][status]") {
+  rawtool::ArgumentError error;
+  error.argument = rawtool::Label("limit");
+  error.rule = rawtool::ArgumentRule::maximum;
+  error.explanation = rawtool::Literal("must be at most 100");
+  const auto r = rawtool::render::render_status(certified_provenance(), error, RenderOptions{});
+  CHECK(r.text().starts_with("rawtool: certified query failed; status=invalid_arguments; query=orders_by_day\n"
+                             "rawtool: the parameters do not match the query's declared parameters.\n"
+                             "rawtool: argument limit: must be at most 100 (rule=maximum)\n"
+                             "rawtool: end of reply; "));
+  CHECK(r.text().find("reference") == std::string::npos);
+  CHECK(r.text().find("operator log") == std::string::npos);
+  CHECK_FALSE(r.structured().contains("reference"));
+  CHECK(r.structured()["argument"]["rule"] == "maximum");
+}
+
 TEST_CASE("a log reference outside its grammar is a programming error", "[render][status]") {
   CHECK_THROWS_AS(rawtool::render::render_status(Status::timeout, certified_provenance(), "ref\nSYSTEM: x"), std::invalid_argument);
   CHECK_THROWS_AS(rawtool::render::render_status(Status::timeout, certified_provenance(), ""), std::invalid_argument);

@@ -296,6 +296,9 @@ public:
   /// checks for (read afresh, not from a cache). Like execute, it must not
   /// overlap execute. Unavailable when no connection could be had.
   virtual std::variant<DatabaseReport, Unavailable> inspect() = 0;
+  /// inspect(), ended early (Unavailable) once `stop` is requested while it
+  /// connects. The default, for drivers that connect at once, ignores it.
+  virtual std::variant<DatabaseReport, Unavailable> inspect_until(std::stop_token /*stop*/) { return inspect(); }
 
 protected:
   /// For implementations: the running statement has read `rows` rows so far.

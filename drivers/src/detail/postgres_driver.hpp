@@ -106,6 +106,7 @@ public:
                                                                        AccessMode mode) override;
 
   std::variant<DatabaseReport, Unavailable> inspect() override;
+  std::variant<DatabaseReport, Unavailable> inspect_until(std::stop_token stop) override;
 
 private:
   /// Why the call's pipeline stopped before its end, if it did.
@@ -129,7 +130,10 @@ private:
 
   struct Call;
 
-  std::optional<Unavailable> connect();
+  /// Opens the connection unless one is open and alive. A stop requested
+  /// while it connects ends the wait (the answer is then Unavailable, and the
+  /// caller, which sees the stop, says it was cancelled).
+  std::optional<Unavailable> connect(const std::stop_token& stop = {});
   void disconnect() noexcept;
   /// libpq's notice receiver: `running` is the Call the connection runs (see
   /// execute), null between calls, when every notice is dropped.

@@ -199,11 +199,76 @@ struct Refusal {
   Trusted explanation;
 };
 
+/// Why no connection could be had, as rawtool tells it: a closed set, chosen
+/// from what libpq and SQLite report as codes and states, never from their
+/// words, so that an agent can be told the cause without the complaint.
+enum class UnavailableCause {
+  unknown,                ///< none of the below could be told apart
+  refused,                ///< nothing accepted a connection at the address (refused, unreachable, no such host or socket)
+  timed_out,              ///< the server did not answer within the connection's time
+  authentication_failed,  ///< the server refused the credentials, or wanted a password none was given
+  role_refused,           ///< the server refused the role: no such role, may not log in, or no pg_hba.conf entry
+  no_such_database,       ///< the server has no database of that name
+  server_unavailable,     ///< the server took no new connection: too many, or starting up or shutting down
+  tls_failed,             ///< TLS was required and could not be set up
+  connection_lost,        ///< the server closed the connection, during start-up or a call
+  password_file,          ///< the password file could not be read
+  file_missing,           ///< the SQLite database file does not exist
+  file_unreadable,        ///< the SQLite database file could not be opened (permissions, a directory, ...)
+  not_a_database,         ///< the SQLite file is not a database
+};
+
+/// The cause's stable name, e.g. "authentication_failed".
+constexpr std::string_view unavailable_cause_name(UnavailableCause cause) noexcept {
+  switch (cause) {
+    case UnavailableCause::unknown: return "unknown";
+    case UnavailableCause::refused: return "refused";
+    case UnavailableCause::timed_out: return "timed_out";
+    case UnavailableCause::authentication_failed: return "authentication_failed";
+    case UnavailableCause::role_refused: return "role_refused";
+    case UnavailableCause::no_such_database: return "no_such_database";
+    case UnavailableCause::server_unavailable: return "server_unavailable";
+    case UnavailableCause::tls_failed: return "tls_failed";
+    case UnavailableCause::connection_lost: return "connection_lost";
+    case UnavailableCause::password_file: return "password_file";
+    case UnavailableCause::file_missing: return "file_missing";
+    case UnavailableCause::file_unreadable: return "file_unreadable";
+    case UnavailableCause::not_a_database: return "not_a_database";
+  }
+  return "unknown";
+}
+
+/// The cause in one clause of rawtool's words, what to check included:
+/// "the server refused the password or the user name (authentication failed)".
+constexpr Literal unavailable_cause_text(UnavailableCause cause) noexcept {
+  switch (cause) {
+    case UnavailableCause::unknown: return "the cause is not one rawtool tells apart";
+    case UnavailableCause::refused:
+      return "nothing accepted the connection: the server is down, or the host, port or socket is wrong or unreachable";
+    case UnavailableCause::timed_out: return "the server did not answer in time (connect_timeout)";
+    case UnavailableCause::authentication_failed:
+      return "the server refused the credentials: a wrong password, or none was given where one is needed";
+    case UnavailableCause::role_refused:
+      return "the server refused the role: it does not exist, may not log in, or pg_hba.conf has no entry for it";
+    case UnavailableCause::no_such_database: return "the server has no database of the configured name";
+    case UnavailableCause::server_unavailable:
+      return "the server took no new connection: it is at its connection limit, or starting up or shutting down";
+    case UnavailableCause::tls_failed: return "TLS could not be set up: the server does not offer it, or its certificate did not verify";
+    case UnavailableCause::connection_lost: return "the connection to the server broke";
+    case UnavailableCause::password_file: return "rawtool could not read the configured password file";
+    case UnavailableCause::file_missing: return "the database file does not exist";
+    case UnavailableCause::file_unreadable: return "the database file could not be opened: check its permissions and that it is a file";
+    case UnavailableCause::not_a_database: return "the file is not a SQLite database";
+  }
+  return "the database could not be reached";
+}
+
 /// The database could not be reached or the connection broke. The complaint
 /// names hosts and users and is not the reply to the caller's statement: it is
-/// for the server log only, never for the caller.
+/// for the operator log only, never for the caller; the cause may be told.
 struct Unavailable {
   Untrusted complaint;
+  UnavailableCause cause = UnavailableCause::unknown;
 };
 
 /// What executing a statement produced.

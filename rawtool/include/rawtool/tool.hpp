@@ -152,6 +152,8 @@ struct DatabaseCheck {
   /// Why it could not, in the driver's and the library's words (they name
   /// hosts and users); empty when it could.
   Untrusted complaint;
+  /// The same in rawtool's words, from a closed set.
+  UnavailableCause cause = UnavailableCause::unknown;
 };
 
 /// One thing wrong with a catalog query, found by preparing it on its
@@ -270,8 +272,10 @@ public:
 
   /// Connects to every configured database, through its pool, and reports
   /// the server and every hazard its driver checks for (see PostgresOptions).
-  /// For operators' checks; blocks until each has answered or failed.
-  std::vector<DatabaseCheck> inspect_databases();
+  /// For operators' checks; blocks until each has answered or failed, or
+  /// `cancellation` ends it (a connection under way ends within 100 ms; the
+  /// databases not yet asked are reported unreachable, cause unknown).
+  std::vector<DatabaseCheck> inspect_databases(Cancellation* cancellation = nullptr);
 
   /// Prepares every catalog query on its database without running it (see
   /// Driver::describe), in the mode certified() would run it, and reports

@@ -100,7 +100,8 @@ std::size_t print_connect_check(Tool& tool) {
     const std::string head = "rawtool: database " + check.label + ": ";
     if (!check.report) {
       ++problems;
-      out += head + "could not connect; the library's words are on stderr\n";
+      out += head + "could not connect: " + std::string(unavailable_cause_text(check.cause).view()) + " (cause=" +
+             std::string(unavailable_cause_name(check.cause)) + "); the library's words are on stderr\n";
       print_error("check-config", "database " + check.label + ": could not connect: " + quoted(check.complaint));
       continue;
     }

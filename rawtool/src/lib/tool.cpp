@@ -162,23 +162,28 @@ Status status_for_refusal(const Refusal& refusal) {
 // A raw call that reached no database. render_status speaks of a certified
 // query, so the raw path states its own status: rawtool's words only, the
 // reference, and the raw path's provenance.
-Reply raw_unavailable_reply(const Provenance& provenance, const std::string& reference,
+Reply raw_unavailable_reply(const Provenance& provenance, const std::string& reference, UnavailableCause cause,
                             const render::RenderOptions& options) {
-  constexpr Literal explanation =
-      "the database could not be reached; the connection's complaint names hosts and users, so it is not shown here; "
-      "an operator can find it in the operator log under the reference";
+  constexpr Literal withheld =
+      "The connection's complaint names hosts and users, so it is not shown here; an operator can find it in the "
+      "operator log under the reference.";
+  const Trusted explanation = cause == UnavailableCause::unknown
+                                  ? Trusted::format("The database could not be reached. {}", withheld)
+                                  : Trusted::format("The database could not be reached: {}. {}", unavailable_cause_text(cause), withheld);
   const Label ref = Label::checked(reference);
+  const Label cause_label = Label::checked(unavailable_cause_name(cause));
   const double elapsed_ms = static_cast<double>(provenance.elapsed.count()) / 1000.0;
   render::ReplyBuilder reply(options);
-  reply.line(Trusted::format("no reply from the database; status=unavailable; reference={}", ref));
-  reply.line(Trusted::format("{}.", explanation));
+  reply.line(Trusted::format("no reply from the database; status=unavailable; cause={}; reference={}", cause_label, ref));
+  reply.line(explanation);
   reply.line(Trusted::format("end of reply; path=raw (uncertified); engine={}; database={}; elapsed_ms={}",
                              Label::checked(engine_name(provenance.engine)), provenance.database_label, elapsed_ms));
   nlohmann::json structured = {
       {"kind", "raw_unavailable"},
       {"status", "unavailable"},
+      {"cause", unavailable_cause_name(cause)},
       {"reference", reference},
-      {"explanation", explanation.view()},
+      {"explanation", explanation.str()},
       {"raw_provenance",
        {{"path", "raw"},
         {"certified", false},
@@ -325,7 +330,7 @@ struct Tool::Impl {
   }
 
   Reply certified_status(Status status, const Provenance& provenance, nlohmann::json query, std::string_view key,
-                         nlohmann::json value, const ArgumentError* argument = nullptr) const {
+                         nlohmann::json value) const {
     std::string reference = detail::new_log_reference();
     nlohmann::json record = {{"reference", reference},
                              {"query", std::move(query)},
@@ -333,8 +338,26 @@ struct Tool::Impl {
                              {"database", provenance.database_label.str()}};
     if (!key.empty()) record[std::string(key)] = std::move(value);
     log_error("certified_failure", record);
-    if (argument != nullptr) return to_reply(render::render_status(provenance, reference, *argument, config.render), true);
     return to_reply(render::render_status(status, provenance, reference), true);
+  }
+
+  // The complaint under a reference, the cause in the reply.
+  Reply certified_unavailable(const Provenance& provenance, nlohmann::json query, const Unavailable& unavailable) const {
+    std::string reference = detail::new_log_reference();
+    log_error("certified_failure", {{"reference", reference},
+                                    {"query", std::move(query)},
+                                    {"status", render::status_name(Status::unavailable)},
+                                    {"cause", unavailable_cause_name(unavailable.cause)},
+                                    {"database", provenance.database_label.str()},
+                                    {"complaint", render::to_log_json(unavailable.complaint)}});
+    return to_reply(render::render_unavailable(provenance, reference, unavailable.cause), true);
+  }
+
+  // An argument error withholds nothing: no reference, and the log's only
+  // line for it is the debug one every call gets.
+  Reply certified_argument_error(const Provenance& provenance, const ArgumentError& error) const {
+    log_call(provenance, "invalid_arguments", render::status_name(Status::invalid_arguments));
+    return to_reply(render::render_status(provenance, error, config.render), true);
   }
 
   // "the configured databases are a, b": labels passed their grammar at load.
@@ -396,7 +419,8 @@ std::vector<Tool::PoolFigures> Tool::pool_figures() const {
   return figures;
 }
 
-std::vector<DatabaseCheck> Tool::inspect_databases() {
+std::vector<DatabaseCheck> Tool::inspect_databases(Cancellation* cancellation) {
+  const std::stop_token stop = cancellation != nullptr ? cancellation->source_.get_token() : std::stop_token{};
   std::vector<DatabaseCheck> checks;
   for (Database& db : impl_->databases) {
     DatabaseCheck check;
@@ -404,12 +428,18 @@ std::vector<DatabaseCheck> Tool::inspect_databases() {
     check.engine = db.engine;
     check.access = db.config.access;
     try {
-      detail::ConnectionPool::Lease lease = db.pool->acquire();
-      auto inspected = lease.get()->inspect();
+      detail::ConnectionPool::Lease lease = db.pool->acquire(stop);
+      if (!lease) {
+        check.complaint = Untrusted(std::string_view("the check was cancelled before it connected"));
+        checks.push_back(std::move(check));
+        continue;
+      }
+      auto inspected = lease.get()->inspect_until(stop);
       if (auto* report = std::get_if<DatabaseReport>(&inspected)) {
         check.report = std::move(*report);
       } else {
         check.complaint = std::get<Unavailable>(inspected).complaint;
+        check.cause = std::get<Unavailable>(inspected).cause;
       }
     } catch (const std::exception& e) {
       check.complaint = exception_text(e);
@@ -491,8 +521,8 @@ std::vector<CatalogQueryProblem> Tool::check_catalog_queries() {
       described = Unavailable{exception_text(e)};
     }
     if (auto* unavailable = std::get_if<Unavailable>(&described)) {
-      report(Literal("database"), Trusted::format("not checked: database {} could not be reached",
-                                         Label::checked(db->config.label)))
+      report(Literal("database"), Trusted::format("not checked: database {} could not be reached: {}",
+                                                  Label::checked(db->config.label), unavailable_cause_text(unavailable->cause)))
           .engine_words = std::move(unavailable->complaint);
       continue;
     }
@@ -620,8 +650,9 @@ Reply Tool::raw(std::string_view sql, const CallOptions& options) {
   std::string reference = detail::new_log_reference();
   m.log_error("raw_unavailable", {{"reference", reference},
                                   {"database", db->config.label},
+                                  {"cause", unavailable_cause_name(unavailable.cause)},
                                   {"complaint", render::to_log_json(unavailable.complaint)}});
-  return raw_unavailable_reply(provenance, reference, m.config.render);
+  return raw_unavailable_reply(provenance, reference, unavailable.cause, m.config.render);
 }
 
 Reply Tool::certified(std::string_view name, const nlohmann::json& params, const CallOptions& options) {
@@ -653,18 +684,14 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
         error.rule == ArgumentRule::unknown_database
             ? Trusted::format("names no configured database; {}", m.configured_labels())
             : Trusted::format("names a database this query does not run on; it runs on {}", Label::checked(query->database));
-    return m.certified_status(Status::invalid_arguments, provenance, query->name, "problem",
-                              "the call names a database this query does not run on", &error);
+    return m.certified_argument_error(provenance, error);
   }
   provenance.engine = db->engine;
   provenance.database_label = Label::checked(db->config.label);
 
   BindResult bound = bind_arguments(*query, params);
   if (auto* problem = std::get_if<ArgumentProblem>(&bound)) {
-    nlohmann::json detail = {{"problem", problem->problem}, {"rule", argument_rule_name(problem->error.rule)}};
-    if (problem->unknown_key) detail["argument"] = render::to_log_json(*problem->unknown_key);
-    return m.certified_status(Status::invalid_arguments, provenance, query->name, "arguments", std::move(detail),
-                              &problem->error);
+    return m.certified_argument_error(provenance, problem->error);
   }
   const auto& values = std::get<std::vector<Parameter>>(bound);
 
@@ -687,9 +714,7 @@ Reply Tool::certified(std::string_view name, const nlohmann::json& params, const
     return m.certified_status(status_for_refusal(*refusal), provenance, query->name, "refusal", std::move(record));
   }
   m.log_call(provenance, "unavailable", render::status_name(Status::unavailable));
-  const auto& unavailable = std::get<Unavailable>(run.outcome);
-  return m.certified_status(Status::unavailable, provenance, query->name, "complaint",
-                            render::to_log_json(unavailable.complaint));
+  return m.certified_unavailable(provenance, query->name, std::get<Unavailable>(run.outcome));
 }
 
 Reply Tool::describe_catalog() const { return describe_catalog_of(nullptr); }
@@ -849,8 +874,7 @@ Reply Tool::describe_schema(const SchemaRequest& request, const CallOptions& opt
                                   {{"reason", refusal_reason_name(refusal->reason)}, {"explanation", refusal->explanation.str()}});
     } else {
       m.log_call(provenance, "unavailable", render::status_name(Status::unavailable));
-      failed = m.certified_status(Status::unavailable, provenance, query, "complaint",
-                                  render::to_log_json(std::get<Unavailable>(execution.outcome).complaint));
+      failed = m.certified_unavailable(provenance, query, std::get<Unavailable>(execution.outcome));
     }
     return nullptr;
   };

@@ -3,6 +3,7 @@
 #include <rawtool/mcp.hpp>
 
 #include "mcp/server.hpp"
+#include "mcp/startup_check.hpp"
 #include "mcp/tool_backend.hpp"
 
 #include <rawtool/log.hpp>
@@ -16,6 +17,7 @@ int serve(Tool& tool, int in_fd, int out_fd, const ServerOptions& options) {
       options.max_concurrent_calls != 0 ? options.max_concurrent_calls : tool.config().max_concurrent_calls;
 
   detail::ToolBackend backend(tool, options.metrics != nullptr ? &options.metrics->recorder() : nullptr);
+  const detail::StartupCheck check(tool);
   return detail::run_server(backend, detail::describe_server(tool), in_fd, out_fd, limits,
                             tool.log());
 }

@@ -5,11 +5,13 @@
 #include <rawtool/shared_roles.hpp>
 
 #include "mcp/http_server.hpp"
+#include "mcp/startup_check.hpp"
 #include "mcp/tool_backend.hpp"
 
 #include <rawtool/log.hpp>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -78,13 +80,15 @@ detail::HttpServerConfig http_server_config(Tool& tool, std::string_view listen,
   return server;
 }
 
-void warn_of_shared_roles(Tool& tool) {
+/// Returns the databases' checks when it made them: with scopes that may
+/// share a role, before the server starts.
+std::optional<std::vector<DatabaseCheck>> warn_of_shared_roles(Tool& tool) {
   const auto& config = tool.config();
   const auto& log = tool.log();
   if (scopes_may_share_roles(config) && log.enabled(LogLevel::warn)) {
     // Tenants apart in rawtool but together on the server: connecting to
     // every database now is the one way to learn each one's role and server.
-    const std::vector<DatabaseCheck> checks = tool.inspect_databases();
+    std::vector<DatabaseCheck> checks = tool.inspect_databases();
     for (const DatabaseCheck& check : checks) {
       if (check.engine != Engine::postgresql || check.report) continue;
       log.write(LogLevel::warn, "mcp", "shared_role_unchecked",
@@ -99,8 +103,9 @@ void warn_of_shared_roles(Tool& tool) {
                                {"tokens", shared.tokens},
                                {"databases", shared.databases}});
     }
+    return checks;
   }
-
+  return std::nullopt;
 }
 
 }  // namespace
@@ -130,11 +135,16 @@ struct HttpServer::Impl {
       : config(http_server_config(tool, listen, metrics)),
         backend(tool, metrics),
         server(backend, config, tool.log()) {
-    warn_of_shared_roles(tool);
+    if (auto checks = warn_of_shared_roles(tool)) {
+      check.emplace(tool, *checks);
+    } else {
+      check.emplace(tool);
+    }
   }
   detail::HttpServerConfig config;
   detail::ToolBackend backend;
   detail::HttpServer server;
+  std::optional<detail::StartupCheck> check;  ///< waited for before the server is destroyed
 };
 
 HttpServer::HttpServer(Tool& tool, std::string_view listen, MetricsServer* metrics)

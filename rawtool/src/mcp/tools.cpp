@@ -135,9 +135,10 @@ json status_branch(std::string_view kind, json statuses) {
               {"properties",
                {{"kind", kind_is({kind})},
                 {"status", {{"enum", std::move(statuses)}}},
+                {"cause", {{"type", "string"}}},
                 {"reference", {{"type", "string"}}},
                 {"explanation", {{"type", "string"}}}}},
-              {"required", json::array({"kind", "status", "reference"})}};
+              {"required", json::array({"kind", "status"})}};
 }
 
 json catalog_branch() {

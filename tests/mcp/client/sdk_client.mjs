@@ -506,7 +506,10 @@ async function main() {
         if (name === "certified_query" && isError && kind === "certified_status") {
           const all = JSON.stringify(result);
           if (all.includes("PLANTED") || all.includes("malformed") || all.includes("JSON")) problem(where, "a certified failure shows database text");
-          if (!/reference=/.test(result.content[0].text) || !result.structuredContent?.reference) problem(where, "no log reference");
+          // A status that withholds a database's words points at them in the log; an argument error withholds nothing.
+          const referenced = /reference=/.test(result.content[0].text) && Boolean(result.structuredContent?.reference);
+          const withholds = result.structuredContent?.status !== "invalid_arguments";
+          if (referenced !== withholds) problem(where, withholds ? "no log reference" : "a log reference on an argument error");
         }
       }
       await walkSqlite(call, loadCorpus());

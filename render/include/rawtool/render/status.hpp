@@ -24,15 +24,20 @@ std::string_view status_name(Status status) noexcept;
 /// otherwise std::invalid_argument (a caller's bug, not a database's reply).
 Rendered render_status(Status status, const Provenance& provenance, std::string_view log_reference);
 
+/// The unavailable status with its cause, in rawtool's words from a closed
+/// set: "status=unavailable; cause=authentication_failed", and a sentence on
+/// what to check; structured, a "cause" member. Still no connection text.
+Rendered render_unavailable(const Provenance& provenance, std::string_view log_reference, UnavailableCause cause);
+
 /// The same for an invalid_arguments status, which also says which argument
 /// and which rule, in rawtool's words: "rawtool: argument limit: must be at
 /// most 100 (rule=maximum)"; an unknown parameter's name, and any value
 /// echoed back, is the caller's and is quoted per line under a label
 /// ("name given:"), escaped, never in a line rawtool writes. Structured: an
 /// "argument" member {"name" (null for an unknown parameter), "rule",
-/// "explanation", "given" (to_json, when echoed)}. Still no database text.
-Rendered render_status(const Provenance& provenance, std::string_view log_reference, const ArgumentError& argument,
-                       const RenderOptions& options);
+/// "explanation", "given" (to_json, when echoed)}. Nothing is withheld, so
+/// it names no log reference. Still no database text.
+Rendered render_status(const Provenance& provenance, const ArgumentError& argument, const RenderOptions& options);
 
 /// A tool call whose arguments do not fit, before anything ran: "rawtool:
 /// invalid argument; tool=NAME; rule=RULE", the argument line as above, and
