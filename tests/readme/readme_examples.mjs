@@ -1,7 +1,9 @@
 // Runs the README's examples as written. A fenced block is an example when
 // the line before it is `<!-- readme-test -->` (optionally
 // `<!-- readme-test expects "TEXT" -->`, TEXT a JSON string its output must
-// contain):
+// contain; `<!-- readme-test postgresql ... -->` for a block that runs as the
+// superuser of RAWTOOL_TEST_PG_URL, given as PGHOST, PGPORT, PGUSER and
+// PGDATABASE):
 //   - a ```sh block runs with bash -e -o pipefail from the checkout, in the
 //     order of the README, so a later block can use what an earlier one built;
 //   - a ```json block holding "mcpServers" is an MCP host's configuration:
@@ -37,7 +39,7 @@ function markedBlocks(markdown) {
   const lines = markdown.split("\n");
   const blocks = [];
   for (let i = 0; i < lines.length; ++i) {
-    const marker = lines[i].match(/^<!-- readme-test(?: expects (".*"))? -->$/);
+    const marker = lines[i].match(/^<!-- readme-test( postgresql)?(?: expects (".*"))? -->$/);
     if (!marker) continue;
     const fence = (lines[i + 1] ?? "").match(/^```(\w+)$/);
     if (!fence) throw new Error(`README.md:${i + 1}: a readme-test marker not followed by a fenced block`);
@@ -47,16 +49,39 @@ function markedBlocks(markdown) {
       line: i + 2,
       language: fence[1],
       body: lines.slice(i + 2, end).join("\n") + "\n",
-      expects: marker[1] === undefined ? null : JSON.parse(marker[1]),
+      postgresql: marker[1] !== undefined,
+      expects: marker[2] === undefined ? null : JSON.parse(marker[2]),
     });
     i = end;
   }
   return blocks;
 }
 
+/// For a block marked `postgresql`: the test server's superuser as libpq's
+/// PG* variables (from RAWTOOL_TEST_PG_URL), or null when none is configured.
+function postgresEnvironment() {
+  const url = process.env.RAWTOOL_TEST_PG_URL;
+  if (!url) return null;
+  const parsed = new URL(url);
+  const env = { ...process.env, PGHOST: parsed.hostname, PGPORT: parsed.port || "5432", PGUSER: decodeURIComponent(parsed.username) };
+  env.PGDATABASE = decodeURIComponent(parsed.pathname.slice(1)) || "postgres";
+  if (parsed.password) env.PGPASSWORD = decodeURIComponent(parsed.password);
+  return env;
+}
+
 function runShell(block) {
+  let env = process.env;
+  if (block.postgresql) {
+    env = postgresEnvironment();
+    if (env === null) {
+      if (process.env.RAWTOOL_REQUIRE_PG === "1") throw new Error("RAWTOOL_REQUIRE_PG=1 but RAWTOOL_TEST_PG_URL is not set");
+      console.log(`README.md:${block.line}: RAWTOOL_TEST_PG_URL is not set: this PostgreSQL block did NOT run`);
+      return "";
+    }
+  }
   const run = spawnSync("bash", ["-e", "-o", "pipefail", "-c", block.body], {
     cwd: sourceDir,
+    env,
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024,
   });
