@@ -75,7 +75,7 @@ nlohmann::json section_json(const SchemaSection& section) {
   }
   const Rows& r = section.rows;
   return {{"complete", r.truncation == Truncation::none},
-          {"truncation", {{"reason", std::string(truncation_name(r.truncation))}, {"rows_withheld", r.rows_withheld}, {"more_unread", r.more_unread}}},
+          {"truncation", detail::truncation_json(r)},
           {"rows", std::move(rows)}};
 }
 

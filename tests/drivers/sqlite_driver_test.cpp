@@ -593,10 +593,12 @@ TEST_CASE("sqlite row cap keeps the first rows and counts the withheld one", "[s
   REQUIRE(rows.rows.size() == 10);
   CHECK(cell(rows, 9, 0) == "10");
   CHECK(rows.truncation == Truncation::row_cap);
+  CHECK(rows.cap == 10);
   CHECK(rows.rows_withheld == 1);
   CHECK(rows.more_unread);
   const Rows exact = expect<Rows>(run(*driver, "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 10) SELECT n FROM c", limits));
   CHECK(exact.truncation == Truncation::none);
+  CHECK(exact.cap == 0);
   CHECK(exact.rows.size() == 10);
 }
 
@@ -609,6 +611,7 @@ TEST_CASE("sqlite byte cap withholds a whole row that does not fit and never sho
   REQUIRE(rows.rows.size() == 2);
   CHECK(cell(rows, 1, 0) == std::string(100, 'x'));
   CHECK(rows.truncation == Truncation::byte_cap);
+  CHECK(rows.cap == limits.max_bytes);
   CHECK(rows.rows_withheld == 1);
   CHECK(rows.bytes == 1 + 2 * one_row);
   Limits tiny;

@@ -136,6 +136,8 @@ TEST_CASE("a raw reply carries rows and provenance on both halves", "[tool][sqli
   CHECK(s["row_count"] == 3);  // max_rows is 3
   CHECK(s["complete"] == false);
   CHECK(s["truncation"]["reason"] == "row_cap");
+  CHECK(s["truncation"]["cap"] == 3);
+  CHECK(contains(reply.text(), "the row cap, max_rows=3 (limits.max_rows), was reached"));
   CHECK(s["raw_provenance"]["path"] == "raw");
   CHECK(s["raw_provenance"]["engine"] == "sqlite");
   CHECK(s["raw_provenance"]["database"] == "main");

@@ -107,11 +107,15 @@ TEST_CASE("a cell cannot forge the provenance trailer", "[render][rows]") {
 TEST_CASE("what was left out is stated, never silent", "[render][rows]") {
   Rows rows = sample_rows();
   rows.truncation = Truncation::row_cap;
+  rows.cap = 3;
   rows.rows_withheld = 7;
   rows.more_unread = true;
   const auto r = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
   const std::string left_out = line_starting(r.text(), "rawtool: left out: ");
-  CHECK(left_out.find("7 rows read but not shown (truncation=row_cap") != std::string::npos);
+  CHECK(left_out.find("7 rows read but not shown (truncation=row_cap: the row cap, max_rows=3 (limits.max_rows), was "
+                      "reached)") != std::string::npos);
+  CHECK(r.structured()["truncation"]["cap"] == 3);
+  CHECK(r.structured()["truncation"]["setting"] == "limits.max_rows");
   CHECK(left_out.find("more rows may exist that were never read") != std::string::npos);
   CHECK(line_starting(r.text(), "rawtool: end of rows").find("complete=no; truncation=row_cap") != std::string::npos);
   CHECK(r.structured()["truncation"]["reason"] == "row_cap");
@@ -119,9 +123,19 @@ TEST_CASE("what was left out is stated, never silent", "[render][rows]") {
   CHECK(r.structured()["truncation"]["more_unread"] == true);
   CHECK(r.structured()["complete"] == false);
 
+  rows.truncation = Truncation::byte_cap;
+  rows.cap = 4096;
+  const auto bytes = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
+  CHECK(line_starting(bytes.text(), "rawtool: left out: ")
+            .find("(truncation=byte_cap: the next row would have passed the byte cap, max_bytes=4096 (limits.max_bytes))") !=
+        std::string::npos);
+  CHECK(bytes.structured()["truncation"]["setting"] == "limits.max_bytes");
+
   rows.truncation = Truncation::none;
+  rows.cap = 0;
   const auto complete = rawtool::render::render_rows(rows, raw_provenance(), RenderOptions{});
   CHECK(line_starting(complete.text(), "rawtool: left out").empty());
+  CHECK_FALSE(complete.structured()["truncation"].contains("cap"));
 }
 
 TEST_CASE("raw and certified rows share no discriminant and no provenance member", "[render][rows]") {

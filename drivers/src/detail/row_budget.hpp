@@ -46,8 +46,10 @@ public:
     const std::uint64_t row_bytes = data_bytes + row_overhead_bytes + cell_overhead_bytes * rows_.columns.size();
     if (rows_.rows.size() >= max_rows_) {
       rows_.truncation = Truncation::row_cap;
+      rows_.cap = max_rows_;
     } else if (row_bytes > max_bytes_ || rows_.bytes > max_bytes_ - row_bytes) {
       rows_.truncation = Truncation::byte_cap;
+      rows_.cap = max_bytes_;
     } else {
       rows_.bytes += row_bytes;
       return true;

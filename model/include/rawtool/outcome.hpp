@@ -140,6 +140,9 @@ struct Rows {
   std::vector<Column> columns;
   std::vector<std::vector<Cell>> rows;
   Truncation truncation = Truncation::none;
+  /// The limit that truncated the rows, as configured: Limits::max_rows for
+  /// row_cap, Limits::max_bytes for byte_cap; 0 when not truncated.
+  std::uint64_t cap = 0;
   std::uint64_t rows_withheld = 0;
   bool more_unread = false;
   /// Rows affected, for statements that report it (INSERT/UPDATE/DELETE in read-write mode).
