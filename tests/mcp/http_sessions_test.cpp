@@ -164,11 +164,15 @@ TEST_CASE("an HTTP session counts against max_sessions and max_sessions_per_toke
   REQUIRE(first != nullptr);
   REQUIRE(second != nullptr);
   // Neither is registered yet, and still the token has no place left ...
-  CHECK(r.registry->make(r.alice) == nullptr);
+  using Limit = SessionRegistry::SessionLimit;
+  Limit met = Limit::total;
+  CHECK(r.registry->make(r.alice, &met) == nullptr);
+  CHECK(met == Limit::per_token);
   // ... while another token has one, until every place is taken.
   const auto bobs = r.registry->make(r.bob);
   REQUIRE(bobs != nullptr);
-  CHECK(r.registry->make(r.bob) == nullptr);
+  CHECK(r.registry->make(r.bob, &met) == nullptr);
+  CHECK(met == Limit::total);
 
   // A session dropped before its initialize succeeded gives its place back;
   // a registered one keeps it.

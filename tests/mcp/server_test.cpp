@@ -462,6 +462,9 @@ TEST_CASE("a call beyond the running and waiting bounds is answered server_busy,
   REQUIRE(busy.has_value());
   REQUIRE((*busy)["id"] == 3);
   REQUIRE((*busy)["error"]["code"] == static_cast<int>(ErrorCode::server_busy));
+  CHECK((*busy)["error"]["message"] ==
+        "1 tool calls wait already, the most rawtool queues behind the max_concurrent_calls=1 (max_concurrent_calls) "
+        "running; try again later");
   harness.backend.release();
   REQUIRE(harness.read_results(2, 2s) == std::vector<json>{1, 2});  // first in, first out
   REQUIRE(harness.backend.started() == 2);

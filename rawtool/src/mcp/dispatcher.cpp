@@ -120,7 +120,10 @@ Dispatcher::Handled Dispatcher::start(StartCall start, const std::shared_ptr<Rep
     std::lock_guard lock(calls_mutex_);
     calls_.erase(call->key);
     call_ended_.notify_all();
-    refusal = error_response(call->id, ErrorCode::server_busy, "too many tool calls waiting; try again later");
+    refusal = error_response(call->id, ErrorCode::server_busy,
+                             fmt::format("{} tool calls wait already, the most rawtool queues behind the "
+                                         "max_concurrent_calls={} (max_concurrent_calls) running; try again later",
+                                         pool_.max_waiting(), pool_.workers()));
   }
   reply_to->send(render::dump(*refusal));
   return Handled::answered;
@@ -166,9 +169,7 @@ void Dispatcher::run(Call& call) noexcept {
     if (call.reply_to->reserve()) {
       response = answer_with_progress(call);
     } else {
-      response = render::dump(error_response(
-          call.id, ErrorCode::server_busy,
-          "rawtool's memory for calls and unread answers is in use; the call did not run; try again shortly"));
+      response = render::dump(error_response(call.id, ErrorCode::server_busy, call.reply_to->no_room()));
     }
   } catch (...) {
     log_internal_error(log_, "a tool call's messages could not be sent; answered with an internal error");

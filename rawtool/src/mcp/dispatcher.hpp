@@ -63,9 +63,11 @@ public:
 
   /// Called by the worker about to run a tool call, before any of it runs:
   /// whether the transport has room for what the call may hold (its rows,
-  /// its answer). False: the call does not run and is answered "busy". By
-  /// default there is always room.
+  /// its answer). False: the call does not run and is answered "busy", in
+  /// no_room()'s words. By default there is always room.
   virtual bool reserve() { return true; }
+  /// Why reserve() found no room, naming the limit, its value and its setting.
+  virtual std::string no_room() const { return "the transport has no room for this call; try again shortly"; }
 
   /// The claims of the caller's validated OAuth token, from which a catalog
   /// parameter bound to a claim takes its value; nullptr (the default) when

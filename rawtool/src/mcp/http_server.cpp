@@ -25,6 +25,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cctype>
@@ -48,6 +49,11 @@
 namespace rawtool::mcp::detail {
 
 namespace {
+
+/// A limit as a refusal names it: "max_body_bytes=1048576 (http.max_body_bytes)".
+std::string http_setting(std::string_view name, std::size_t value) {
+  return fmt::format("{}={} (http.{})", name, value, name);
+}
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -376,6 +382,11 @@ public:
     reserved_ = std::move(*charge);
     return true;
   }
+  std::string no_room() const override {
+    return fmt::format("{}, what requests, running calls and unread answers may hold, is in use; the call did not "
+                       "run; try again shortly",
+                       http_setting("max_memory_bytes", memory_.limit()));
+  }
   const json* caller_claims() const noexcept override { return claims_.get(); }
 
 private:
@@ -590,7 +601,7 @@ void Connection::on_header() {
   const auto length = parser_->content_length();
   if (length && *length > server_.config().max_body_bytes) {
     log_event(server_.log(), LogLevel::warn, "rejected", "a request body over http.max_body_bytes (413)");
-    return refuse(http::status::payload_too_large, "the request body is over the server's limit");
+    return refuse(http::status::payload_too_large, "the request body is over " + http_setting("max_body_bytes", server_.config().max_body_bytes));
   }
   parser_->body_limit(server_.config().max_body_bytes);  // a chunked body is stopped at the limit too
   // The body is held until the answer is written: it counts from now (a
@@ -602,13 +613,15 @@ void Connection::on_header() {
     response.set(http::field::retry_after, "1");
     response.set(http::field::content_type, "application/json");
     response.body() = error_body(ErrorCode::server_busy,
-                                 "rawtool's memory for requests and unread answers is in use; try again shortly");
+                                 http_setting("max_memory_bytes", server_.memory().limit()) +
+                                     ", what requests, running calls and unread answers may hold, is in use; try "
+                                     "again shortly");
     return send(std::move(response));
   }
   body_charge_ = std::move(*body);
   http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code error, std::size_t) {
     if (error == http::error::body_limit) {
-      return self->refuse(http::status::payload_too_large, "the request body is over the server's limit");
+      return self->refuse(http::status::payload_too_large, "the request body is over " + http_setting("max_body_bytes", self->server_.config().max_body_bytes));
     }
     if (self->refuse_malformed(error)) return;
     if (error) return;
@@ -718,8 +731,17 @@ void Connection::on_body() {
                                               header(request, "MCP-Protocol-Version").value_or(latest_protocol_version));
     session_origin_ = SessionOrigin::own;
   } else if (rpc_method_ == "initialize") {
-    session_ = server_.sessions().make(client_);
-    if (session_ == nullptr) return refuse(http::status::service_unavailable, "too many sessions are open");
+    SessionRegistry::SessionLimit met{};
+    session_ = server_.sessions().make(client_, &met);
+    if (session_ == nullptr) {
+      const auto& config = server_.config();
+      return refuse(http::status::service_unavailable,
+                    met == SessionRegistry::SessionLimit::per_token
+                        ? "this token has " + http_setting("max_sessions_per_token", config.max_sessions_per_token) +
+                              " sessions open; end one (DELETE) or wait until one idles out"
+                        : http_setting("max_sessions", config.max_sessions) +
+                              " sessions are open and none can be ended for this one; try again later");
+    }
     session_origin_ = SessionOrigin::made;
   } else {
     const auto id = header(request, "Mcp-Session-Id");
@@ -745,7 +767,9 @@ void Connection::admit() {
     Response response(http::status::ok, request.version());
     response.set(http::field::content_type, "application/json");
     response.body() = render::dump(error_response(
-        request_id_, ErrorCode::server_busy, "this token has as many tool calls running as it may; try again later"));
+        request_id_, ErrorCode::server_busy,
+        "this token has " + http_setting("max_calls_per_token", server_.config().max_calls_per_token) +
+            " tool calls running; try again when one has answered"));
     log_request(200);
     return send(std::move(response));
   }

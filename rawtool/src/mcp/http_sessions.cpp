@@ -20,7 +20,7 @@ std::unique_ptr<Dispatcher> SessionRegistry::make_dispatcher(const HttpClient* c
                                       config_.max_reply_bytes, log_);
 }
 
-std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client) {
+std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client, SessionLimit* met) {
   std::vector<std::shared_ptr<HttpSession>> expired;  // closed outside the lock
   std::vector<std::shared_ptr<HttpSession>> taken;    // ended to admit this one; closed outside the lock
   Clock::time_point now;
@@ -38,13 +38,19 @@ std::shared_ptr<HttpSession> SessionRegistry::make(const HttpClient* client) {
       }
     }
     const std::size_t held = sessions_by_client_[client];
-    if (held >= config_.max_sessions_per_token) return nullptr;
+    if (held >= config_.max_sessions_per_token) {
+      if (met != nullptr) *met = SessionLimit::per_token;
+      return nullptr;
+    }
     if (sessions_.size() + unregistered_ >= config_.max_sessions) {
       // Full: the place is taken from the token holding the most, when it
       // holds at least two more than this one (so that no two tokens take
       // places from each other in turn), and one of its sessions is idle.
       const auto victim = fairest_to_end(held);
-      if (victim == sessions_.end()) return nullptr;
+      if (victim == sessions_.end()) {
+        if (met != nullptr) *met = SessionLimit::total;
+        return nullptr;
+      }
       --sessions_by_client_[victim->second->client];
       taken.push_back(std::move(victim->second));
       sessions_.erase(victim);

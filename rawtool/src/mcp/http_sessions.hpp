@@ -81,7 +81,9 @@ public:
   /// if that token holds at least two more than `client`: one token cannot
   /// lock another out, and two never take places from each other in turn.
   /// Not found until add(), but counted against both limits from now on.
-  std::shared_ptr<HttpSession> make(const HttpClient* client);
+  /// For nullptr, `met` (when given) is set to the limit that refused it.
+  enum class SessionLimit { per_token, total };
+  std::shared_ptr<HttpSession> make(const HttpClient* client, SessionLimit* met = nullptr);
   /// Registers a session from make(), in the place it holds: its initialize
   /// succeeded.
   void add(std::shared_ptr<HttpSession> session);

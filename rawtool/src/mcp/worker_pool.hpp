@@ -52,6 +52,10 @@ public:
   /// joins the workers. Idempotent; not from a worker.
   void join();
 
+  /// As constructed: the tasks that run at once, and how many may wait.
+  [[nodiscard]] std::size_t workers() const noexcept { return workers_; }
+  [[nodiscard]] std::size_t max_waiting() const noexcept { return max_waiting_; }
+
 private:
   void work();
 

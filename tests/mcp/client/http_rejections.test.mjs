@@ -150,6 +150,7 @@ describe("requests turned away", () => {
         "Content-Type: application/json\r\nContent-Length: 104857600\r\n\r\n",
     );
     assert.match(reply, /^HTTP\/1\.1 413 /);
+    assert.match(reply, /over max_body_bytes=4096 \(http\.max_body_bytes\)/, "the refusal names the limit, its value and its key");
   });
 
   test("a chunked body that grows past max_body_bytes gets 413", async () => {
@@ -166,6 +167,7 @@ describe("requests turned away", () => {
   test("a body over max_body_bytes sent whole also gets 413", async () => {
     const response = await post(" ".repeat(5000) + JSON.stringify(initialize), { token: aliceToken });
     assert.equal(response.status, 413);
+    assert.match((await response.json()).error?.message, /over max_body_bytes=4096 \(http\.max_body_bytes\)/);
   });
 
   // Framing Beast cannot parse: each is answered, logged, and the connection closed.
@@ -514,7 +516,10 @@ describe("sessions per token", () => {
     const second = await open(aliceToken);
     assert.equal(first.status, 200);
     assert.equal(second.status, 200);
-    assert.equal((await open(aliceToken)).status, 503);
+    const refused = await request(aliceToken, initialize);
+    assert.equal(refused.status, 503);
+    assert.match((await refused.json()).error?.message,
+      /^this token has max_sessions_per_token=2 \(http\.max_sessions_per_token\) sessions open; end one/);
     assert.equal((await open(bobToken)).status, 200, "another token's sessions are counted apart");
     const full = Date.now();
     const third = await openOnceRoom(aliceToken);
@@ -546,6 +551,7 @@ describe("calls per token", () => {
     const refused = await (await call(aliceToken, a2.id, 2, "SELECT 1")).json();
     assert.equal(refused.id, 2);
     assert.equal(refused.error?.code, -32000);
+    assert.match(refused.error.message, /^this token has max_calls_per_token=1 \(http\.max_calls_per_token\) tool calls running/);
     const other = await (await call(bobToken, b.id, 3, "SELECT 1")).json();
     assert.equal(other.result?.isError, false);
     const cancel = await request(aliceToken, { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1 } }, sessionHeaders(a1.id));

@@ -521,7 +521,7 @@ describe("the server's memory budget (http.max_memory_bytes)", () => {
       for (const authorization of [`Bearer ${token}`, "Bearer other-token-9f2e"]) {
         const refused = await (await poster(server.url)(probe, { authorization })).json();
         assert.equal(refused.error?.code, -32000, `a call ran beside the unread reply: ${JSON.stringify(refused)}`);
-        assert.match(refused.error.message, /memory.*try again/);
+        assert.match(refused.error.message, /^max_memory_bytes=54525952 \(http\.max_memory_bytes\), .* is in use; the call did not run/);
       }
       // A body that would not fit is refused before it is read, in HTTP's words.
       const large = await rawConnection(server.url);
@@ -529,7 +529,7 @@ describe("the server's memory budget (http.max_memory_bytes)", () => {
       const answer = await large.closed;
       assert.match(answer.received, /^HTTP\/1\.1 503 /);
       assert.match(answer.received, /\r\nRetry-After: 1\r\n/i);
-      assert.match(answer.received, /memory.*try again/);
+      assert.match(answer.received, /max_memory_bytes=54525952 \(http\.max_memory_bytes\), .* is in use; try again/);
       // Read to the end: the budget is free once the write has completed,
       // which the server learns on its own time, so the probe is repeated (5 s).
       reader.socket.on("data", (chunk) => (received += chunk.length));
