@@ -292,7 +292,8 @@ TEST_CASE("at start every database is checked, one it cannot use is a warning wi
   CHECK(gone["isError"] == true);
   const std::string text = gone["content"][0]["text"].get<std::string>();
   CHECK(text.find("status=unavailable; cause=file_missing; reference=") != std::string::npos);
-  CHECK(text.find("the database file does not exist") != std::string::npos);
+  CHECK(text.find("rawtool: the database could not be reached: the database file does not exist; its complaint names "
+                  "hosts, users or files, so it is not shown here") != std::string::npos);
   CHECK(text.find("gone.sqlite") == std::string::npos);
   CHECK(gone["structuredContent"]["cause"] == "file_missing");
   // The usable database serves as before.

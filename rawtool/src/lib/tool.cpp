@@ -164,12 +164,13 @@ Status status_for_refusal(const Refusal& refusal) {
 // reference, and the raw path's provenance.
 Reply raw_unavailable_reply(const Provenance& provenance, const std::string& reference, UnavailableCause cause,
                             const render::RenderOptions& options) {
+  // The complaint names hosts and users (PostgreSQL) or a file's path (SQLite).
   constexpr Literal withheld =
-      "The connection's complaint names hosts and users, so it is not shown here; an operator can find it in the "
-      "operator log under the reference.";
+      "its complaint names hosts, users or files, so it is not shown here; an operator can find it in the operator "
+      "log under the reference.";
   const Trusted explanation = cause == UnavailableCause::unknown
-                                  ? Trusted::format("The database could not be reached. {}", withheld)
-                                  : Trusted::format("The database could not be reached: {}. {}", unavailable_cause_text(cause), withheld);
+                                  ? Trusted::format("the database could not be reached; {}", withheld)
+                                  : Trusted::format("the database could not be reached: {}; {}", unavailable_cause_text(cause), withheld);
   const Label ref = Label::checked(reference);
   const Label cause_label = Label::checked(unavailable_cause_name(cause));
   const double elapsed_ms = static_cast<double>(provenance.elapsed.count()) / 1000.0;

@@ -681,7 +681,10 @@ bool Connection::authorize(const http::request<http::string_body>& request) {
               "an OAuth token of one identity more than the server remembers (503); restart to forget them");
     Response response(http::status::service_unavailable, request.version());
     response.set(http::field::content_type, "application/json");
-    response.body() = error_body(ErrorCode::server_busy, "the server serves as many identities as it can");
+    response.body() = error_body(ErrorCode::server_busy,
+                                 fmt::format("the server remembers at most {} OAuth identities (a fixed limit) and has "
+                                             "met that many; it admits another only after its operator restarts it",
+                                             server_.config().oauth->max_identities));
     send(std::move(response));
     return false;
   }
